@@ -1,0 +1,50 @@
+"""sayso: a Slack approval bot for AI agents.
+
+The public API for writing agents is importable from here.
+"""
+
+from bot.agent import (
+    SCHEMA_VERSION,
+    Agent,
+    AgentHumanReviewRequest,
+    AgentStateAccessor,
+    AgentToolDecision,
+    AgentToolEdit,
+    AgentToolOutput,
+    HumanReviewContext,
+    InMemoryStateAccessor,
+    Message,
+    ModelSettings,
+    PendingToolCall,
+    RunEvent,
+    RunResult,
+    Tool,
+    ToolCall,
+    ToolCallDecision,
+    ToolContext,
+    tool,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Agent",
+    "AgentHumanReviewRequest",
+    "AgentStateAccessor",
+    "AgentToolDecision",
+    "AgentToolEdit",
+    "AgentToolOutput",
+    "HumanReviewContext",
+    "InMemoryStateAccessor",
+    "Message",
+    "ModelSettings",
+    "PendingToolCall",
+    "RunEvent",
+    "RunResult",
+    "Tool",
+    "ToolCall",
+    "ToolCallDecision",
+    "ToolContext",
+    "tool",
+]

@@ -1,0 +1,55 @@
+"""The agent runtime: tools, runs that pause for people, and continuation from saved data.
+
+It knows nothing of Slack or SQL and could ship on its own.
+"""
+
+from bot.agent.accessor import AgentStateAccessor, InMemoryStateAccessor
+from bot.agent.agent import Agent
+from bot.agent.decisions import (
+    AgentHumanReviewRequest,
+    AgentToolDecision,
+    AgentToolEdit,
+    AgentToolOutput,
+    HumanReviewContext,
+    RunEvent,
+)
+from bot.agent.errors import ModelError, UnknownSchemaVersionError
+from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
+from bot.agent.models import ModelSettings
+from bot.agent.state import (
+    SCHEMA_VERSION,
+    Pause,
+    PendingToolCall,
+    Run,
+    RunResult,
+    ToolCallDecision,
+)
+from bot.agent.tools import Tool, ToolContext, tool
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Agent",
+    "AgentHumanReviewRequest",
+    "AgentStateAccessor",
+    "AgentToolDecision",
+    "AgentToolEdit",
+    "AgentToolOutput",
+    "HumanReviewContext",
+    "InMemoryStateAccessor",
+    "Message",
+    "ModelError",
+    "ModelResponse",
+    "ModelSettings",
+    "Pause",
+    "PendingToolCall",
+    "Run",
+    "RunEvent",
+    "RunResult",
+    "Tool",
+    "ToolCall",
+    "ToolCallDecision",
+    "ToolContext",
+    "UnknownSchemaVersionError",
+    "Usage",
+    "tool",
+]

@@ -1,0 +1,301 @@
+"""`Agent`: an LLM with tools whose runs pause for people and continue from saved data."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from bot.agent.accessor import AgentStateAccessor
+from bot.agent.decisions import AgentToolDecision, AgentToolEdit, AgentToolOutput
+from bot.agent.loop import CallPolicy, Driver, EventCallback, apply_decision
+from bot.agent.messages import Message, ToolCall
+from bot.agent.models import Model, ModelSettings, ToolSpec, resolve_model
+from bot.agent.state import CallKind, Run, RunResult, ToolCallDecision
+from bot.agent.tools import ApprovalPolicy, Tool
+
+
+async def _evaluate(policy: Any, call: ToolCall, context: dict[str, Any]) -> bool:
+    if callable(policy):
+        value = policy(call, context)
+        if inspect.isawaitable(value):
+            value = await value
+        return bool(value)
+    return bool(policy)
+
+
+class Agent:
+    """An agent definition. It holds no run state: runs are `RunResult` data."""
+
+    def __init__(
+        self,
+        id: str,
+        model: str | Model,
+        instructions: str = "",
+        tools: Sequence[Tool] = (),
+        *,
+        require_approval: ApprovalPolicy = False,
+        human_review: Callable[..., Any] | None = None,
+        max_steps: int = 20,
+        approvers: Sequence[str] = (),
+        description: str = "",
+        output_type: Any = None,
+        model_settings: ModelSettings | None = None,
+    ) -> None:
+        if not id or any(ch.isspace() for ch in id):
+            raise ValueError(f"Agent id {id!r} must be a non-empty word without spaces")
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.id = id
+        self.model = model if isinstance(model, str) else getattr(model, "name", "custom")
+        self._model: Model | None = None if isinstance(model, str) else model
+        self._model_spec = model
+        self.instructions = instructions
+        self.tools: dict[str, Tool] = {}
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise TypeError(f"{t!r} is not a tool: decorate it with @tool")
+            if t.name in self.tools:
+                raise ValueError(f"Agent {id}: two tools are named {t.name!r}")
+            self.tools[t.name] = t
+        self.require_approval = require_approval
+        self.human_review = human_review
+        self.max_steps = max_steps
+        self.approvers = tuple(approvers)
+        self.description = description or instructions.split("\n")[0][:150]
+        self.output_type = output_type
+        self.model_settings = model_settings or ModelSettings()
+
+    # -- configuration -------------------------------------------------------------------
+
+    @property
+    def model_client(self) -> Model:
+        if self._model is None:
+            self._model = resolve_model(self._model_spec)
+        return self._model
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        return [ToolSpec(t.name, t.description, t.parameters) for t in self.tools.values()]
+
+    def parse_output(self, content: str | None) -> Any:
+        if self.output_type is None or content is None:
+            return content
+        try:
+            return TypeAdapter(self.output_type).validate_json(content)
+        except ValidationError:
+            return content
+
+    async def call_kind(
+        self, call: ToolCall, context: dict[str, Any], call_policy: CallPolicy | None = None
+    ) -> CallKind:
+        """What a call needs: evaluated once per call; the outcome is stored in the run."""
+        tool = self.tools[call.name]
+        if tool.kind in ("manual", "hitl"):
+            return tool.kind
+        if call_policy is not None:
+            needs = await _evaluate(call_policy, call, context)
+        elif tool.require_approval is not None:
+            needs = await _evaluate(tool.require_approval, call, context)
+        elif tool.kind == "approval":
+            needs = True
+        else:
+            needs = await _evaluate(self.require_approval, call, context)
+        return "approval" if needs else "auto"
+
+    # -- decisions -----------------------------------------------------------------------
+
+    def check_decision(self, result: RunResult, decision: ToolCallDecision) -> ToolCallDecision:
+        """Validate a decision against the paused run and the tool (edits, outputs).
+
+        Returns the decision with normalized arguments/output; raises `ValueError` naming
+        what is wrong. Nothing is changed.
+        """
+        run = result.run
+        if run.status != "waiting_for_human" or run.pause is None:
+            raise ValueError(f"Run {run.id} is not waiting for human input (status: {run.status})")
+        pending = run.pause.pending(decision.call_id)
+        if pending is None:
+            raise ValueError(f"Unknown tool call {decision.call_id} for run {run.id}")
+        tool = self.tools.get(pending.call.name)
+        if decision.type == "edit":
+            if tool is None:
+                raise ValueError(f"Tool {pending.call.name} is not defined on agent {self.id}")
+            args = tool.validate(decision.arguments or {})
+            return decision.model_copy(update={"arguments": args})
+        if decision.type == "output" and tool is not None:
+            return decision.model_copy(update={"output": tool.parse_output(decision.output)})
+        return decision
+
+    def record(self, result: RunResult, decision: ToolCallDecision) -> ToolCallDecision:
+        """Validate and record one decision on a paused run (decisions may arrive one by one)."""
+        checked = self.check_decision(result, decision)
+        result.record(checked)
+        return checked
+
+    # -- running -------------------------------------------------------------------------
+
+    async def run(
+        self,
+        input: str | Sequence[Message],
+        *,
+        context: dict[str, Any] | None = None,
+        state: AgentStateAccessor | None = None,
+        run_id: str | None = None,
+        require_approval: CallPolicy | None = None,
+        on_event: EventCallback | None = None,
+    ) -> RunResult:
+        """Start a run. It returns completed, failed, or `waiting_for_human` with its pause."""
+        context = dict(context or {})
+        try:
+            json.dumps(context)
+        except (TypeError, ValueError):
+            raise ValueError("The run context must be JSON-serializable") from None
+        if isinstance(input, str):
+            messages = [Message(role="user", content=input)]
+        else:
+            messages = [m for m in input if m.role != "system"]
+        run = Run(
+            id=run_id or uuid.uuid4().hex,
+            agent_id=self.id,
+            model=self.model,
+            messages=messages,
+            max_steps=self.max_steps,
+            context=context,
+        )
+        result = RunResult(run=run)
+        return await Driver(self, result, state, require_approval, on_event).drive()
+
+    async def _load(
+        self, run: RunResult | None, run_id: str | None, state: AgentStateAccessor | None
+    ) -> RunResult:
+        if run is None:
+            if run_id is None or state is None:
+                raise ValueError("Pass run=<RunResult>, or run_id=... with state=<accessor>")
+            loaded = await state.load(run_id)
+            if loaded is None:
+                raise ValueError(f"Run {run_id} not found")
+            run = loaded
+        result = run.model_copy(deep=True)
+        if result.run.agent_id != self.id:
+            raise ValueError(
+                f"Run {result.run.id} was made by agent {result.run.agent_id!r}; "
+                f"agent {self.id!r} cannot continue it"
+            )
+        return result
+
+    async def continue_run(
+        self,
+        run: RunResult | None = None,
+        *,
+        run_id: str | None = None,
+        state: AgentStateAccessor | None = None,
+        approvals: Iterable[AgentToolDecision] = (),
+        rejections: Iterable[AgentToolDecision] = (),
+        edits: Iterable[AgentToolEdit] = (),
+        tool_outputs: Iterable[AgentToolOutput] = (),
+        human_input: str | None = None,
+        retry: bool = False,
+        require_approval: CallPolicy | None = None,
+        on_event: EventCallback | None = None,
+    ) -> RunResult:
+        """Continue a paused run with decisions (recorded ones plus these), or retry a failed one.
+
+        Everything is validated before anything changes: on a `ValueError` the given run is
+        untouched and nothing is saved.
+        """
+        result = await self._load(run, run_id, state)
+        r = result.run
+        if retry:
+            if r.status != "failed":
+                raise ValueError(f"Run {r.id} has not failed (status: {r.status}); nothing to retry")
+            return await Driver(self, result, state, require_approval, on_event).drive()
+        if r.status != "waiting_for_human" or r.pause is None:
+            raise ValueError(f"Run {r.id} is not waiting for human input (status: {r.status})")
+        decisions = [
+            *(ToolCallDecision.approve(d.call_id, decided_by=d.decided_by) for d in approvals),
+            *(ToolCallDecision.reject(d.call_id, d.reason, decided_by=d.decided_by) for d in rejections),
+            *(ToolCallDecision.edit(e.call_id, e.arguments, decided_by=e.decided_by) for e in edits),
+            *(ToolCallDecision.answer(o.call_id, o.output, decided_by=o.decided_by) for o in tool_outputs),
+        ]
+        for e in edits:
+            pending = r.pause.pending(e.call_id)
+            if e.tool_name and pending and e.tool_name != pending.call.name:
+                raise ValueError(
+                    f"An edit cannot change the tool of call {e.call_id} "
+                    f"({pending.call.name} -> {e.tool_name})"
+                )
+        pause = r.pause
+        if pause.kind == "human_review":
+            if decisions:
+                raise ValueError(f"Unknown tool call {decisions[0].call_id} for run {r.id}")
+            if not human_input:
+                raise ValueError(f"Run {r.id} is waiting for human input")
+            if r.turn is not None:
+                r.turn.human_input = human_input
+            else:
+                r.messages.append(Message(role="user", content=human_input))
+            return await Driver(self, result, state, require_approval, on_event).drive()
+        for d in decisions:
+            self.record(result, d)
+        for p in pause.pending_tool_calls:
+            if p.decision is None:
+                if p.kind == "approval":
+                    raise ValueError(f"Missing approval decision for tool call {p.call.id}")
+                raise ValueError(f"Missing output for tool call {p.call.id}")
+        assert r.turn is not None
+        for p in pause.pending_tool_calls:
+            assert p.decision is not None
+            tc = r.turn.get(p.call.id)
+            assert tc is not None
+            args = None
+            if p.decision.type == "edit":
+                args = self.check_decision(result, p.decision).arguments
+            apply_decision(tc, p.decision, args)
+        if human_input:
+            r.turn.human_input = human_input
+        return await Driver(self, result, state, require_approval, on_event).drive()
+
+    async def recover(
+        self,
+        run: RunResult | None = None,
+        *,
+        run_id: str | None = None,
+        state: AgentStateAccessor | None = None,
+        on_event: EventCallback | None = None,
+    ) -> RunResult:
+        """Continue a run left `running` by a process that died, from its last saved state.
+
+        Calls that had started but not finished are not re-run: the run pauses with them
+        pending approval and marked `interrupted`.
+        """
+        result = await self._load(run, run_id, state)
+        if result.run.status != "running":
+            raise ValueError(f"Run {result.run.id} is not running (status: {result.run.status})")
+        return await Driver(self, result, state, None, on_event).drive()
+
+    async def cancel(
+        self,
+        run: RunResult | None = None,
+        *,
+        run_id: str | None = None,
+        state: AgentStateAccessor | None = None,
+        reason: str = "Cancelled",
+    ) -> RunResult:
+        """End a run that has not finished; nothing pending will run."""
+        result = await self._load(run, run_id, state)
+        if result.run.status in ("completed", "failed", "cancelled"):
+            raise ValueError(f"Run {result.run.id} has already ended (status: {result.run.status})")
+        result.run.status = "cancelled"
+        result.run.error = reason
+        result.run.pause = None
+        if state is not None:
+            await state.save(result)
+        return result
+
+    def __repr__(self) -> str:
+        return f"Agent(id={self.id!r}, model={self.model!r}, tools={list(self.tools)})"

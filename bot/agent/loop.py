@@ -1,0 +1,311 @@
+"""The agent loop: model turns, tool calls, pauses for people, and saved progress.
+
+Invariants:
+- every tool call of an assistant message gets exactly one tool result before the next
+  model request (results are appended together once the whole turn is finished);
+- a call is marked `started` and saved *before* its body runs; a call found `started` on
+  entry (the process died inside the body) is never re-run silently: it pauses as an
+  interrupted approval so a person decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from bot.agent.decisions import AgentHumanReviewRequest, HumanReviewContext, RunEvent
+from bot.agent.errors import ModelError
+from bot.agent.messages import Message, ModelResponse, ToolCall
+from bot.agent.state import (
+    DEFAULT_REJECT_REASON,
+    HumanReview,
+    Pause,
+    PauseKind,
+    PendingToolCall,
+    RunResult,
+    ToolCallDecision,
+    Turn,
+    TurnCall,
+    utcnow,
+)
+from bot.agent.tools import ToolContext, render_output
+
+if TYPE_CHECKING:
+    from bot.agent.accessor import AgentStateAccessor
+    from bot.agent.agent import Agent
+
+log = logging.getLogger("sayso.agent")
+
+EventCallback = Callable[[RunEvent], Awaitable[None]]
+CallPolicy = Callable[[ToolCall, dict[str, Any]], Any]
+
+REJECTION_NOTE = (
+    'When a tool result is {"error": ...} because a person rejected or did not approve the '
+    "call, do not retry that call unless the user asks you to; tell the user what happened."
+)
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def pause_kind(pending: list[PendingToolCall]) -> PauseKind:
+    kinds = {p.kind for p in pending}
+    if kinds == {"approval"}:
+        return "tool_approval"
+    if "approval" not in kinds:
+        return "external_output"
+    return "tool_input"
+
+
+def apply_decision(tc: TurnCall, decision: ToolCallDecision, validated_args: dict | None) -> None:
+    """Turn a person's decision into the call's next state (ready to run, or finished)."""
+    tc.decision = decision
+    if decision.type == "approve":
+        tc.arguments = dict(tc.call.arguments) if validated_args is None else validated_args
+        tc.state = "ready"
+    elif decision.type == "edit":
+        tc.arguments = validated_args if validated_args is not None else dict(decision.arguments or {})
+        tc.state = "ready"
+    elif decision.type == "reject":
+        tc.content = json.dumps({"error": decision.reason or DEFAULT_REJECT_REASON})
+        tc.state = "finished"
+        tc.finished_at = utcnow()
+    else:
+        tc.content = render_output(decision.output)
+        tc.state = "finished"
+        tc.finished_at = utcnow()
+
+
+class Driver:
+    """Runs one stretch of a run: until it pauses, completes or fails."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        result: RunResult,
+        state: AgentStateAccessor | None,
+        call_policy: CallPolicy | None = None,
+        on_event: EventCallback | None = None,
+    ) -> None:
+        self.agent = agent
+        self.result = result
+        self.run = result.run
+        self.state = state
+        self.call_policy = call_policy
+        self.on_event = on_event
+
+    async def save(self) -> None:
+        self.run.updated_at = utcnow()
+        if self.state is not None:
+            await self.state.save(self.result)
+
+    async def emit(self, type_: str, **kw: Any) -> None:
+        if self.on_event is None:
+            return
+        try:
+            await self.on_event(RunEvent(type=type_, run_id=self.run.id, **kw))
+        except Exception:  # a progress callback must never break the run
+            log.exception("event=callback_failed run_id=%s type=%s", self.run.id, type_)
+
+    async def drive(self) -> RunResult:
+        run = self.run
+        run.status = "running"
+        run.pause = None
+        run.error = None
+        while True:
+            if run.turn is not None:
+                if await self._process_turn():
+                    return self.result
+                continue
+            if run.step >= run.max_steps:
+                return await self._fail(
+                    f"Run {run.id} stopped after max_steps={run.max_steps} model steps "
+                    "without a final answer. Raise max_steps or simplify the request."
+                )
+            try:
+                response = await self._request_model()
+            except Exception as exc:  # provider failures, timeouts, script bugs
+                return await self._fail(f"Model request failed: {exc}")
+            if await self._handle_response(response):
+                return self.result
+
+    async def _request_model(self) -> ModelResponse:
+        agent = self.agent
+        settings = agent.model_settings
+        system = "\n\n".join(p for p in (agent.instructions, REJECTION_NOTE) if p)
+        messages = [Message(role="system", content=system), *self.run.messages]
+        attempt = 0
+        while True:
+            try:
+                return await agent.model_client.request(messages, agent.tool_specs, settings)
+            except ModelError as exc:
+                if not exc.retryable or attempt >= settings.max_retries:
+                    raise
+                backoff = min(settings.backoff_max, settings.backoff_base * (2**attempt))
+                delay = exc.retry_after if exc.retry_after is not None else backoff
+                delay = min(delay, settings.backoff_max) + random.uniform(0, backoff / 10)
+                log.warning(
+                    "event=model_retry run_id=%s attempt=%d delay=%.2f error=%s",
+                    self.run.id, attempt + 1, delay, exc,
+                )
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    async def _handle_response(self, response: ModelResponse) -> bool:
+        """Record a model response; return True when the run stopped (paused or completed)."""
+        run = self.run
+        run.step += 1
+        run.usage.add(response.usage)
+        message = response.message.model_copy(update={"role": "assistant"})
+        run.messages.append(message)
+        await self.emit("model_response", detail=message.content)
+        turn = await self._classify(message.tool_calls) if message.tool_calls else None
+        output = None if turn else self.agent.parse_output(message.content)
+        review = await self._review(response, output)
+        run.turn = turn
+        if review is not None:
+            run.status = "waiting_for_human"
+            run.pause = Pause(
+                kind="human_review",
+                step=run.step,
+                review=HumanReview(reason=review.reason, payload=review.payload),
+            )
+            await self.save()
+            await self.emit("paused", detail="human_review")
+            return True
+        if turn is None:
+            run.status = "completed"
+            self.result.output = output
+            await self.save()
+            await self.emit("completed", detail=message.content)
+            return True
+        await self.save()
+        return False
+
+    async def _review(self, response: ModelResponse, output: Any) -> AgentHumanReviewRequest | None:
+        hook = self.agent.human_review
+        if hook is None:
+            return None
+        ctx = HumanReviewContext(
+            run_id=self.run.id,
+            agent_id=self.run.agent_id,
+            step=self.run.step,
+            messages=list(self.run.messages),
+            response=response,
+            output=output,
+            context=self.run.context,
+        )
+        return await _maybe_await(hook(ctx))
+
+    async def _classify(self, calls: list[ToolCall]) -> Turn:
+        """Decide once per call what it needs (the outcome is stored, never recomputed)."""
+        turn = Turn(step=self.run.step)
+        seen: set[str] = set()
+        for call in calls:
+            if call.id in seen:
+                call = call.model_copy(update={"id": f"{call.id}_{len(seen)}"})
+            seen.add(call.id)
+            tc = TurnCall(call=call, kind="auto", arguments=dict(call.arguments))
+            tool = self.agent.tools.get(call.name)
+            if tool is None:
+                known = ", ".join(sorted(self.agent.tools)) or "none"
+                tc.state, tc.error = "finished", f"Unknown tool {call.name!r}. Available tools: {known}"
+            else:
+                try:
+                    tc.arguments = tool.validate(call.arguments)
+                except ValueError as exc:
+                    tc.state, tc.error = "finished", str(exc)
+            if tc.state == "finished":
+                tc.content = json.dumps({"error": tc.error})
+                tc.finished_at = utcnow()
+            else:
+                tc.kind = await self.agent.call_kind(call, self.run.context, self.call_policy)
+                tc.state = "ready" if tc.kind == "auto" else "pending"
+            turn.calls.append(tc)
+        return turn
+
+    async def _process_turn(self) -> bool:
+        """Advance the current turn; return True when the run paused."""
+        run = self.run
+        turn = run.turn
+        assert turn is not None
+        for tc in turn.calls:
+            if tc.state == "started":  # died inside the body last time: a person decides
+                tc.state, tc.kind, tc.interrupted, tc.decision = "pending", "approval", True, None
+                log.warning(
+                    "event=call_interrupted run_id=%s call_id=%s tool=%s",
+                    run.id, tc.call.id, tc.call.name,
+                )
+        for tc in turn.calls:
+            if tc.state == "ready":
+                await self._execute(tc)
+        pending = [tc for tc in turn.calls if tc.state == "pending"]
+        if pending:
+            items = [
+                PendingToolCall(call=tc.call, kind=tc.kind, interrupted=tc.interrupted)  # type: ignore[arg-type]
+                for tc in pending
+            ]
+            run.status = "waiting_for_human"
+            run.pause = Pause(kind=pause_kind(items), step=turn.step, pending_tool_calls=items)
+            await self.save()
+            await self.emit("paused", detail=run.pause.kind)
+            return True
+        for tc in turn.calls:
+            run.messages.append(
+                Message(role="tool", tool_call_id=tc.call.id, name=tc.call.name, content=tc.content)
+            )
+        if turn.human_input:
+            run.messages.append(Message(role="user", content=turn.human_input))
+        run.turn = None
+        await self.save()
+        return False
+
+    async def _execute(self, tc: TurnCall) -> None:
+        run = self.run
+        tool = self.agent.tools[tc.call.name]
+        tc.state, tc.started_at = "started", utcnow()
+        await self.save()  # saved before the body starts: never repeated silently
+        await self.emit("tool_started", call_id=tc.call.id, tool=tc.call.name)
+        ctx = ToolContext(
+            run_id=run.id,
+            call_id=tc.call.id,
+            agent_id=run.agent_id,
+            tool_name=tc.call.name,
+            context=run.context,
+            decided_by=tc.decision.decided_by if tc.decision else None,
+        )
+        try:
+            output = await tool.invoke(tc.arguments, ctx)
+            body: Any = output
+            if tc.decision is not None and tc.decision.type == "edit":
+                body = {
+                    "note": "A reviewer replaced the arguments you proposed before this ran.",
+                    "proposed_arguments": tc.call.arguments,
+                    "arguments_used": tc.arguments,
+                    "result": output,
+                }
+            tc.content = render_output(body)
+        except Exception as exc:
+            tc.error = f"{type(exc).__name__}: {exc}"
+            tc.content = json.dumps({"error": f"Tool {tc.call.name} failed: {tc.error}"})
+            log.warning(
+                "event=tool_failed run_id=%s call_id=%s tool=%s error=%s",
+                run.id, tc.call.id, tc.call.name, tc.error,
+            )
+        tc.state, tc.finished_at = "finished", utcnow()
+        await self.save()
+        await self.emit("tool_finished", call_id=tc.call.id, tool=tc.call.name, detail=tc.error)
+
+    async def _fail(self, error: str) -> RunResult:
+        self.run.status = "failed"
+        self.run.error = error
+        log.warning("event=run_failed run_id=%s error=%s", self.run.id, error)
+        await self.save()
+        await self.emit("failed", detail=error)
+        return self.result

@@ -1,0 +1,180 @@
+"""Run state: plain, versioned, JSON-serializable data.
+
+A `RunResult` is everything needed to continue a run, possibly minutes later in another
+process. It round-trips through `model_dump_json()` / `model_validate_json()`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from bot.agent.errors import UnknownSchemaVersionError
+from bot.agent.messages import Message, ToolCall, Usage
+
+SCHEMA_VERSION = 1
+
+RunStatus = Literal["running", "waiting_for_human", "completed", "failed", "cancelled"]
+PauseKind = Literal["tool_approval", "external_output", "tool_input", "human_review"]
+PendingKind = Literal["approval", "manual", "hitl"]
+CallKind = Literal["auto", "approval", "manual", "hitl"]
+DecisionType = Literal["approve", "edit", "reject", "output"]
+CallState = Literal["pending", "ready", "started", "finished"]
+
+DEFAULT_REJECT_REASON = "Tool call rejected"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class ToolCallDecision(BaseModel):
+    """A person's (or system's) decision on one pending call, named by its exact call id."""
+
+    call_id: str
+    type: DecisionType
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+    output: Any = None
+    decided_by: str | None = None
+    decided_at: datetime = Field(default_factory=utcnow)
+
+    @classmethod
+    def approve(cls, call_id: str, *, decided_by: str | None = None) -> ToolCallDecision:
+        return cls(call_id=call_id, type="approve", decided_by=decided_by)
+
+    @classmethod
+    def reject(
+        cls, call_id: str, reason: str | None = None, *, decided_by: str | None = None
+    ) -> ToolCallDecision:
+        return cls(call_id=call_id, type="reject", reason=reason, decided_by=decided_by)
+
+    @classmethod
+    def edit(
+        cls, call_id: str, arguments: dict[str, Any], *, decided_by: str | None = None
+    ) -> ToolCallDecision:
+        return cls(call_id=call_id, type="edit", arguments=arguments, decided_by=decided_by)
+
+    @classmethod
+    def answer(cls, call_id: str, output: Any, *, decided_by: str | None = None) -> ToolCallDecision:
+        return cls(call_id=call_id, type="output", output=output, decided_by=decided_by)
+
+
+class PendingToolCall(BaseModel):
+    """A call waiting for a person: approve/edit/reject (`approval`) or an output (`manual`, `hitl`)."""
+
+    call: ToolCall
+    kind: PendingKind
+    interrupted: bool = False
+    decision: ToolCallDecision | None = None
+
+
+class HumanReview(BaseModel):
+    reason: str
+    payload: Any = None
+
+
+class Pause(BaseModel):
+    kind: PauseKind
+    step: int
+    pending_tool_calls: list[PendingToolCall] = Field(default_factory=list)
+    review: HumanReview | None = None
+
+    def pending(self, call_id: str) -> PendingToolCall | None:
+        return next((p for p in self.pending_tool_calls if p.call.id == call_id), None)
+
+    @property
+    def undecided(self) -> list[PendingToolCall]:
+        return [p for p in self.pending_tool_calls if p.decision is None]
+
+
+class TurnCall(BaseModel):
+    """Progress of one tool call of the current model turn (decided -> started -> finished)."""
+
+    call: ToolCall
+    kind: CallKind
+    state: CallState = "ready"
+    interrupted: bool = False
+    decision: ToolCallDecision | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    content: str | None = None
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class Turn(BaseModel):
+    """The tool calls of one assistant message, until each has exactly one result."""
+
+    step: int
+    calls: list[TurnCall] = Field(default_factory=list)
+    human_input: str | None = None
+
+    def get(self, call_id: str) -> TurnCall | None:
+        return next((c for c in self.calls if c.call.id == call_id), None)
+
+
+class Run(BaseModel):
+    id: str
+    agent_id: str
+    model: str
+    status: RunStatus = "running"
+    pause: Pause | None = None
+    messages: list[Message] = Field(default_factory=list)
+    turn: Turn | None = None
+    step: int = 0
+    max_steps: int = 20
+    context: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class RunResult(BaseModel):
+    """What `Agent.run` and `Agent.continue_run` return, and what a state accessor stores."""
+
+    schema_version: int = SCHEMA_VERSION
+    run: Run
+    output: Any = None
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if value != SCHEMA_VERSION:
+            raise UnknownSchemaVersionError(
+                f"Unknown run state schema version {value}: this sayso reads version "
+                f"{SCHEMA_VERSION}. Upgrade sayso to continue this run."
+            )
+        return value
+
+    @property
+    def pending_tool_calls(self) -> list[PendingToolCall]:
+        return self.run.pause.pending_tool_calls if self.run.pause else []
+
+    def record(self, decision: ToolCallDecision) -> None:
+        """Record one decision on the paused run (decisions may arrive one at a time).
+
+        Raises `ValueError` for a run that is not waiting, an unknown call id, a second
+        decision for the same call, or a decision type that does not fit the call's kind.
+        """
+        run = self.run
+        if run.status != "waiting_for_human" or run.pause is None:
+            raise ValueError(f"Run {run.id} is not waiting for human input (status: {run.status})")
+        pending = run.pause.pending(decision.call_id)
+        if pending is None:
+            raise ValueError(f"Unknown tool call {decision.call_id} for run {run.id}")
+        if pending.decision is not None:
+            raise ValueError(f"Tool call {decision.call_id} already has a decision")
+        if pending.kind == "approval" and decision.type == "output":
+            raise ValueError(
+                f"Tool call {decision.call_id} needs approval: approve, edit or reject it"
+            )
+        if pending.kind != "approval" and decision.type in ("approve", "edit"):
+            raise ValueError(
+                f"Tool call {decision.call_id} is a {pending.kind} call: give its output"
+            )
+        pending.decision = decision
+        run.updated_at = utcnow()

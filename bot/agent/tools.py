@@ -1,0 +1,204 @@
+"""Tools: typed Python functions the model may call, with their approval policy."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+
+from bot.agent.messages import ToolCall
+
+ToolKind = Literal["auto", "approval", "manual", "hitl"]
+Decision = Literal["approve", "edit", "reject"]
+ApprovalPolicy = bool | Callable[[ToolCall, dict[str, Any]], "bool | Awaitable[bool]"]
+ALL_DECISIONS: tuple[Decision, ...] = ("approve", "edit", "reject")
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Given to a tool that declares a parameter of this type; the model never sees it."""
+
+    run_id: str
+    call_id: str
+    agent_id: str
+    tool_name: str
+    context: dict[str, Any] = field(default_factory=dict)
+    decided_by: str | None = None
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across retries and recoveries: pass it downstream to dedupe side effects."""
+        return f"{self.run_id}:{self.call_id}"
+
+
+def _format_validation_error(tool_name: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        parts.append(f"field '{loc}': {err.get('msg')}")
+    return f"Invalid arguments for tool {tool_name}: " + "; ".join(parts)
+
+
+class Tool:
+    """A tool definition. Build one with the `@tool` decorator."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        kind: ToolKind = "auto",
+        require_approval: ApprovalPolicy | None = None,
+        approvers: Sequence[str] = (),
+        allow_self_approval: bool = True,
+        expires_in: float | None = None,
+        allowed_decisions: Sequence[Decision] = ALL_DECISIONS,
+        confirm: bool = False,
+    ) -> None:
+        if kind not in ("auto", "approval", "manual", "hitl"):
+            raise ValueError(f"Unknown tool kind {kind!r}: use auto, approval, manual or hitl")
+        if require_approval is True and kind == "auto":
+            kind = "approval"
+        bad = [d for d in allowed_decisions if d not in ALL_DECISIONS]
+        if bad or not allowed_decisions:
+            raise ValueError(f"allowed_decisions must be a non-empty subset of {ALL_DECISIONS}")
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.description = (description or inspect.getdoc(fn) or self.name).strip()
+        self.kind: ToolKind = kind
+        self.require_approval = require_approval
+        self.approvers = tuple(approvers)
+        self.allow_self_approval = allow_self_approval
+        self.expires_in = expires_in
+        self.allowed_decisions: tuple[Decision, ...] = tuple(allowed_decisions)
+        self.confirm = confirm
+        self._context_param: str | None = None
+        self._args_model = self._build_args_model()
+        self._returns = self._return_annotation()
+
+    def _build_args_model(self) -> type[BaseModel]:
+        hints = get_type_hints(self.fn)
+        fields: dict[str, Any] = {}
+        for pname, param in inspect.signature(self.fn).parameters.items():
+            annotation = hints.get(pname, Any)
+            if annotation is ToolContext:
+                self._context_param = pname
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"Tool {self.name}: *args/**kwargs are not supported")
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[pname] = (annotation, default)
+        model_name = "".join(p.capitalize() for p in self.name.split("_")) + "Args"
+        return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+
+    def _return_annotation(self) -> Any:
+        ann = get_type_hints(self.fn).get("return", Any)
+        return ann
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema of the arguments, as sent to the model."""
+        schema = self._args_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return schema
+
+    @property
+    def returns_object(self) -> bool:
+        """True when the tool's output is structured (dict, list, model): answers are JSON."""
+        ann = self._returns
+        origin = getattr(ann, "__origin__", None)
+        if ann in (dict, list) or origin in (dict, list):
+            return True
+        return isinstance(ann, type) and issubclass(ann, BaseModel)
+
+    @property
+    def needs_person(self) -> bool:
+        return self.kind in ("manual", "hitl")
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validate arguments against the schema; raise `ValueError` naming the field."""
+        if not isinstance(arguments, dict):
+            raise ValueError(f"Invalid arguments for tool {self.name}: expected an object")
+        try:
+            model = self._args_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ValueError(_format_validation_error(self.name, exc)) from None
+        return model.model_dump(mode="json", exclude_unset=False)
+
+    def parse_output(self, raw: Any) -> Any:
+        """Coerce a person's answer to the tool's declared output type when possible."""
+        ann = self._returns
+        if ann is Any or ann is inspect.Signature.empty:
+            return raw
+        try:
+            return TypeAdapter(ann).validate_python(raw)
+        except ValidationError as exc:
+            raise ValueError(_format_validation_error(self.name, exc)) from None
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run the body: async bodies are awaited, sync bodies run in a worker thread."""
+        model = self._args_model.model_validate(arguments)
+        kwargs = {name: getattr(model, name) for name in type(model).model_fields}
+        if self._context_param:
+            kwargs[self._context_param] = ctx
+        if inspect.iscoroutinefunction(self.fn):
+            return await self.fn(**kwargs)
+        result = await asyncio.to_thread(self.fn, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, kind={self.kind!r})"
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    kind: ToolKind = "auto",
+    require_approval: ApprovalPolicy | None = None,
+    approvers: Sequence[str] = (),
+    allow_self_approval: bool = True,
+    expires_in: float | None = None,
+    allowed_decisions: Sequence[Decision] = ALL_DECISIONS,
+    confirm: bool = False,
+) -> Any:
+    """Make a function a tool. `@tool`, `@tool(require_approval=True)`, `@tool(kind="hitl")`."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(
+            f,
+            name=name,
+            description=description,
+            kind=kind,
+            require_approval=require_approval,
+            approvers=approvers,
+            allow_self_approval=allow_self_approval,
+            expires_in=expires_in,
+            allowed_decisions=allowed_decisions,
+            confirm=confirm,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def render_output(output: Any) -> str:
+    """What the model reads as a tool result."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseModel):
+        return output.model_dump_json()
+    return json.dumps(output, default=str, ensure_ascii=False)
