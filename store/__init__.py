@@ -1,0 +1,33 @@
+"""sayso's durable store: runs, leases, approval requests, audit and event dedup (SQLAlchemy).
+
+SQLite (`sqlite+aiosqlite:///sayso.db`) for one process; PostgreSQL
+(`postgresql+asyncpg://...`) for several replicas.
+"""
+
+from store.accessor import StoreStateAccessor
+from store.db import DEFAULT_URL
+from store.records import (
+    ApprovalRequestRecord,
+    AuditEvent,
+    DecisionOutcome,
+    Lease,
+    LeaseLostError,
+    RequestPolicy,
+    RunRecord,
+    args_hash,
+)
+from store.store import Store
+
+__all__ = [
+    "DEFAULT_URL",
+    "ApprovalRequestRecord",
+    "AuditEvent",
+    "DecisionOutcome",
+    "Lease",
+    "LeaseLostError",
+    "RequestPolicy",
+    "RunRecord",
+    "Store",
+    "StoreStateAccessor",
+    "args_hash",
+]

@@ -1,0 +1,109 @@
+"""Engine setup: SQLite pragmas and serialized write transactions, PostgreSQL pooling.
+
+`Database.write()` opens a write transaction. On SQLite it is `BEGIN IMMEDIATE`, so writers
+queue on the database lock (up to the busy timeout) instead of failing half-way, and every
+conditional UPDATE sees the latest committed row. Reads use a plain deferred `BEGIN`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+DEFAULT_URL = "sqlite+aiosqlite:///sayso.db"
+SQLITE_BUSY_TIMEOUT_S = 30.0
+_IMMEDIATE = "sayso_immediate"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Take transaction control from the driver: our "begin" hook emits BEGIN itself.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    immediate = conn.get_execution_options().get(_IMMEDIATE, False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def make_engine(url: str) -> AsyncEngine:
+    """One async engine; SQLite connections get WAL, a busy timeout and foreign keys."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_async_engine(
+            url,
+            pool_pre_ping=True,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S},
+        )
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin)
+        return engine
+    return create_async_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+class Database:
+    """An engine plus the two kinds of transaction the store uses."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self.dialect = self.engine.dialect.name
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction: committed when the block ends, rolled back on an exception."""
+        async with self.engine.connect() as conn:
+            if self.is_sqlite:
+                await conn.execution_options(**{_IMMEDIATE: True})
+            async with conn.begin():
+                yield conn
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A read-only transaction (rolled back when the block ends)."""
+        async with self.engine.connect() as conn:
+            yield conn
+
+    async def ping(self) -> bool:
+        try:
+            async with self.read() as conn:
+                await conn.execute(text("SELECT 1"))
+            return True
+        except Exception:
+            return False
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+def insert_ignore(db: Database, table: Any) -> Any:
+    """`INSERT ... ON CONFLICT DO NOTHING` for the engine's dialect (call `.values()` on it)."""
+    if db.is_postgres:
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    if db.is_sqlite:
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table)
+    raise NotImplementedError(f"sayso's store supports SQLite and PostgreSQL, not {db.dialect}")

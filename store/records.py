@@ -1,0 +1,171 @@
+"""What the store hands out: immutable records, leases, policies and outcomes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any, Literal
+
+from bot.agent.state import RunResult
+
+RequestKind = Literal["approval", "manual", "hitl", "review"]
+RequestStatus = Literal[
+    "pending", "approved", "edited", "rejected", "answered", "expired", "cancelled"
+]
+Decision = Literal["approved", "edited", "rejected", "answered"]
+DECISIONS: frozenset[str] = frozenset({"approved", "edited", "rejected", "answered"})
+ENDED: tuple[str, ...] = ("completed", "failed", "cancelled")
+ANYONE = "*"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def args_hash(tool_name: str | None, arguments: Any) -> str | None:
+    """sha256 of the tool name followed by the canonical (sorted, compact) JSON arguments."""
+    if tool_name is None and arguments is None:
+        return None
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(f"{tool_name or ''}{canonical}".encode()).hexdigest()
+
+
+class LeaseLostError(Exception):
+    """The run's lease was taken over by another replica: this holder must stop writing."""
+
+
+@dataclass
+class Lease:
+    """A replica's claim on a run. `version` is the fencing token; saves advance it."""
+
+    run_id: str
+    owner: str
+    version: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class RequestPolicy:
+    """Who may decide a new approval request, until when, and whether the requester may.
+
+    An empty `approvers` list means any full member (stored as the principal `*`)."""
+
+    approvers: list[str]
+    expires_at: datetime
+    allow_self_approval: bool = True
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: str
+    agent_id: str
+    status: str
+    pause_kind: str | None
+    pause_step: int | None
+    pause_seq: int
+    requester: str | None
+    team_id: str | None
+    channel_id: str | None
+    thread_ts: str | None
+    request_text: str
+    created_at: datetime
+    updated_at: datetime
+    version: int
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    state: str | None
+    state_schema_version: int | None
+
+    @cached_property
+    def result(self) -> RunResult | None:
+        """The saved run state, parsed on first use (None before the first save)."""
+        return RunResult.model_validate_json(self.state) if self.state else None
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ENDED
+
+    def leased(self, now: datetime | None = None) -> bool:
+        if self.lease_owner is None or self.lease_expires_at is None:
+            return False
+        return self.lease_expires_at >= (now or utcnow())
+
+
+@dataclass(frozen=True)
+class ApprovalRequestRecord:
+    """One pending call (or human review) of one pause, and what became of it.
+
+    `approvers` are the listed user and group ids; `anyone` is True when any full member may
+    decide (the policy listed nobody, or listed `*`)."""
+
+    id: str
+    run_id: str
+    pause_seq: int
+    call_id: str
+    step: int
+    tool_name: str
+    kind: str
+    arguments: Any
+    status: str
+    decided_by: str | None
+    decided_at: datetime | None
+    reason: str | None
+    edited_arguments: Any
+    output: Any
+    channel_id: str | None
+    message_ts: str | None
+    expires_at: datetime
+    requester: str | None
+    allow_self_approval: bool
+    interrupted: bool
+    created_at: datetime
+    approvers: tuple[str, ...] = ()
+    anyone: bool = False
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+    @property
+    def decided(self) -> bool:
+        return self.status != "pending"
+
+    def expired_at(self, now: datetime | None = None) -> bool:
+        """Past its deadline (whether or not a sweep has marked it `expired` yet)."""
+        return self.status == "expired" or self.expires_at <= (now or utcnow())
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """The result of one attempt to decide a request.
+
+    `won`: this attempt's decision was recorded. Otherwise `request` shows who decided and how
+    (or `expired` is True). `request` is None only when no such request exists.
+    `run_ready`: after this write the run's current pause has no pending request left."""
+
+    won: bool
+    request: ApprovalRequestRecord | None
+    expired: bool = False
+    run_ready: bool = False
+
+    @property
+    def found(self) -> bool:
+        return self.request is not None
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    id: int
+    at: datetime
+    actor: str | None
+    action: str
+    run_id: str | None
+    call_id: str | None
+    request_id: str | None
+    tool_name: str | None
+    args_hash: str | None
+    outcome: str
+    detail: str | None = field(default=None)

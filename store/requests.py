@@ -1,0 +1,312 @@
+"""Approval requests: one row per pending call of a pause, decided exactly once."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from store.audit import add_audit
+from store.db import Database, insert_ignore
+from store.records import (
+    ANYONE,
+    DECISIONS,
+    ApprovalRequestRecord,
+    DecisionOutcome,
+    RequestPolicy,
+    utcnow,
+)
+from store.schema import approval_requests as req
+from store.schema import request_approvers as ra
+from store.schema import runs
+
+_COLUMNS = [c.name for c in req.columns]
+
+
+async def _approvers(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {i: [] for i in ids}
+    if not ids:
+        return found
+    query = sa.select(ra.c.request_id, ra.c.principal).where(ra.c.request_id.in_(list(ids)))
+    for request_id, principal in (await conn.execute(query.order_by(ra.c.principal))).all():
+        found[request_id].append(principal)
+    return found
+
+
+async def fetch(conn: AsyncConnection, query: sa.Select[Any]) -> list[ApprovalRequestRecord]:
+    """Run a select over approval_requests and attach each row's approvers."""
+    rows = (await conn.execute(query)).all()
+    principals = await _approvers(conn, [r.id for r in rows])
+    records = []
+    for row in rows:
+        m = row._mapping
+        listed = principals[row.id]
+        records.append(
+            ApprovalRequestRecord(
+                **{name: m[name] for name in _COLUMNS},
+                approvers=tuple(p for p in listed if p != ANYONE),
+                anyone=ANYONE in listed or not listed,
+            )
+        )
+    return records
+
+
+async def _one(conn: AsyncConnection, request_id: str) -> ApprovalRequestRecord | None:
+    found = await fetch(conn, sa.select(req).where(req.c.id == request_id))
+    return found[0] if found else None
+
+
+async def get_request(db: Database, request_id: str) -> ApprovalRequestRecord | None:
+    async with db.read() as conn:
+        return await _one(conn, request_id)
+
+
+async def requests_for_run(
+    db: Database, run_id: str, *, step: int | None = None, current: bool = False
+) -> list[ApprovalRequestRecord]:
+    query = sa.select(req).where(req.c.run_id == run_id)
+    if step is not None:
+        query = query.where(req.c.step == step)
+    if current:
+        seq = sa.select(runs.c.pause_seq).where(runs.c.id == run_id).scalar_subquery()
+        query = query.where(req.c.pause_seq == seq)
+    query = query.order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
+    async with db.read() as conn:
+        return await fetch(conn, query)
+
+
+async def set_request_message(
+    db: Database, request_id: str, channel_id: str, message_ts: str
+) -> None:
+    async with db.write() as conn:
+        await conn.execute(
+            req.update()
+            .where(req.c.id == request_id)
+            .values(channel_id=channel_id, message_ts=message_ts)
+        )
+
+
+async def insert_request(
+    db: Database,
+    conn: AsyncConnection,
+    *,
+    run_id: str,
+    pause_seq: int,
+    call_id: str,
+    step: int,
+    tool_name: str,
+    kind: str,
+    arguments: Any,
+    policy: RequestPolicy,
+    interrupted: bool,
+    requester: str | None,
+    channel_id: str | None,
+    now: datetime,
+) -> bool:
+    """Insert one pending request unless this pause already has it; True when inserted."""
+    request_id = uuid.uuid4().hex
+    statement = (
+        insert_ignore(db, req)
+        .values(
+            id=request_id,
+            run_id=run_id,
+            pause_seq=pause_seq,
+            call_id=call_id,
+            step=step,
+            tool_name=tool_name,
+            kind=kind,
+            arguments=arguments,
+            status="pending",
+            channel_id=channel_id,
+            expires_at=policy.expires_at,
+            requester=requester,
+            allow_self_approval=policy.allow_self_approval,
+            interrupted=interrupted,
+            created_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["run_id", "pause_seq", "call_id"])
+    )
+    if (await conn.execute(statement)).rowcount != 1:
+        return False
+    principals = sorted(set(policy.approvers)) or [ANYONE]
+    await conn.execute(
+        ra.insert(), [{"request_id": request_id, "principal": p} for p in principals]
+    )
+    return True
+
+
+async def cancel_pending(conn: AsyncConnection, run_id: str, now: datetime) -> None:
+    await conn.execute(
+        req.update()
+        .where(req.c.run_id == run_id, req.c.status == "pending")
+        .values(status="cancelled", decided_by="system", decided_at=now)
+    )
+
+
+async def pause_ready(db: Database, run_id: str, pause_seq: int) -> bool:
+    """True when the run waits on this pause and none of its requests is pending."""
+    pending = sa.exists().where(
+        req.c.run_id == run_id, req.c.pause_seq == pause_seq, req.c.status == "pending"
+    )
+    query = sa.select(runs.c.id).where(
+        runs.c.id == run_id,
+        runs.c.status == "waiting_for_human",
+        runs.c.pause_seq == pause_seq,
+        ~pending,
+    )
+    async with db.read() as conn:
+        return (await conn.execute(query)).first() is not None
+
+
+def _hashed_arguments(request: ApprovalRequestRecord, status: str, edited: Any) -> Any:
+    return edited if status == "edited" and edited is not None else request.arguments
+
+
+async def decide(
+    db: Database,
+    request_id: str,
+    *,
+    actor: str,
+    status: str,
+    reason: str | None,
+    edited_arguments: dict[str, Any] | None,
+    output: Any,
+    now: datetime | None,
+) -> DecisionOutcome:
+    if status not in DECISIONS:
+        raise ValueError(f"Unknown decision {status!r}: use one of {sorted(DECISIONS)}")
+    if status == "edited" and edited_arguments is None:
+        raise ValueError("An edit needs edited_arguments")
+    now = now or utcnow()
+    won = expired = False
+    async with db.write() as conn:
+        result = await conn.execute(
+            req.update()
+            .where(req.c.id == request_id, req.c.status == "pending", req.c.expires_at > now)
+            .values(
+                status=status,
+                decided_by=actor,
+                decided_at=now,
+                reason=reason,
+                edited_arguments=edited_arguments,
+                output=output,
+            )
+        )
+        won = result.rowcount == 1
+        request = await _one(conn, request_id)
+        if request is not None and not won and request.status == "pending":
+            # Still pending, so past its deadline: whoever gets here first expires it.
+            result = await conn.execute(
+                req.update()
+                .where(req.c.id == request_id, req.c.status == "pending", req.c.expires_at <= now)
+                .values(status="expired", decided_by="system", decided_at=now)
+            )
+            expired = result.rowcount == 1
+            request = await _one(conn, request_id)
+        if request is None:
+            outcome = "not_found"
+        elif won:
+            outcome = "won"
+        elif request.status == "expired":
+            outcome = "expired"
+        else:
+            outcome = "lost"
+        detail = f"wanted={status}"
+        if request is not None and not won:
+            detail += f" status={request.status} decided_by={request.decided_by}"
+        await add_audit(
+            conn,
+            actor=actor,
+            action="decide",
+            run_id=request.run_id if request else None,
+            call_id=request.call_id if request else None,
+            request_id=request_id,
+            tool_name=request.tool_name if request else None,
+            arguments=_hashed_arguments(request, status, edited_arguments) if request else None,
+            outcome=outcome,
+            detail=detail,
+            now=now,
+        )
+    run_ready = False
+    if request is not None and (won or expired):
+        # Checked after commit: of two deciders finishing a pause together, the later one
+        # sees both decisions (a check inside either transaction could miss the other's).
+        run_ready = await pause_ready(db, request.run_id, request.pause_seq)
+    return DecisionOutcome(
+        won=won,
+        request=request,
+        expired=request is not None and request.status == "expired" and not won,
+        run_ready=run_ready,
+    )
+
+
+async def expire_due(db: Database, now: datetime | None, limit: int) -> list[ApprovalRequestRecord]:
+    """Mark pending requests past their deadline `expired`; return only those this call did."""
+    now = now or utcnow()
+    due = (
+        sa.select(req.c.id)
+        .where(req.c.status == "pending", req.c.expires_at <= now)
+        .order_by(req.c.expires_at)
+        .limit(limit)
+    )
+    async with db.write() as conn:
+        ids = list((await conn.scalars(due)).all())
+        if not ids:
+            return []
+        done = (
+            await conn.scalars(
+                req.update()
+                .where(req.c.id.in_(ids), req.c.status == "pending", req.c.expires_at <= now)
+                .values(status="expired", decided_by="system", decided_at=now)
+                .returning(req.c.id)
+            )
+        ).all()
+        records = await fetch(conn, sa.select(req).where(req.c.id.in_(list(done))))
+        for r in records:
+            await add_audit(
+                conn,
+                actor="system",
+                action="expire",
+                run_id=r.run_id,
+                call_id=r.call_id,
+                request_id=r.id,
+                tool_name=r.tool_name,
+                arguments=r.arguments,
+                outcome="expired",
+                detail=None,
+                now=now,
+            )
+    return sorted(records, key=lambda r: (r.expires_at, r.id))
+
+
+async def pending_for(
+    db: Database,
+    user_id: str,
+    group_ids: Sequence[str],
+    *,
+    include_anyone: bool,
+    limit: int,
+    now: datetime | None = None,
+) -> tuple[list[ApprovalRequestRecord], int]:
+    now = now or utcnow()
+    principals = [user_id, *group_ids, *([ANYONE] if include_anyone else [])]
+    listed = sa.exists().where(ra.c.request_id == req.c.id, ra.c.principal.in_(principals))
+    conds = [
+        req.c.status == "pending",
+        req.c.expires_at > now,
+        listed,
+        sa.or_(
+            req.c.allow_self_approval.is_(True),
+            req.c.requester.is_(None),
+            req.c.requester != user_id,
+        ),
+    ]
+    page = sa.select(req).where(*conds).order_by(req.c.created_at.desc(), req.c.id.desc())
+    async with db.read() as conn:
+        total = await conn.scalar(sa.select(sa.func.count()).select_from(req).where(*conds))
+        records = await fetch(conn, page.limit(limit))
+    return records, int(total or 0)

@@ -1,0 +1,220 @@
+"""Runs and their leases. A lease's `version` is the fencing token: every claim and every
+save advances it, and a write is accepted only from the holder of the current version."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from bot.agent.state import RunResult
+from store.db import Database
+from store.records import Lease, RunRecord, utcnow
+from store.schema import approval_requests as req
+from store.schema import request_approvers as ra
+from store.schema import runs
+
+_RUN_COLUMNS = [c.name for c in runs.columns]
+
+
+def run_record(row: Any) -> RunRecord:
+    m = row._mapping
+    return RunRecord(**{name: m[name] for name in _RUN_COLUMNS})
+
+
+async def create_run(
+    db: Database,
+    *,
+    owner: str,
+    lease_seconds: float,
+    run_id: str,
+    agent_id: str,
+    requester: str | None,
+    team_id: str | None,
+    channel_id: str | None,
+    thread_ts: str | None,
+    request_text: str,
+) -> Lease:
+    now = utcnow()
+    expires = now + timedelta(seconds=lease_seconds)
+    async with db.write() as conn:
+        await conn.execute(
+            runs.insert().values(
+                id=run_id,
+                agent_id=agent_id,
+                status="running",
+                pause_seq=0,
+                requester=requester,
+                team_id=team_id,
+                channel_id=channel_id,
+                thread_ts=thread_ts,
+                request_text=request_text,
+                created_at=now,
+                updated_at=now,
+                version=1,
+                lease_owner=owner,
+                lease_expires_at=expires,
+            )
+        )
+    return Lease(run_id=run_id, owner=owner, version=1, expires_at=expires)
+
+
+async def set_thread(db: Database, run_id: str, channel_id: str, thread_ts: str) -> None:
+    async with db.write() as conn:
+        await conn.execute(
+            runs.update()
+            .where(runs.c.id == run_id)
+            .values(channel_id=channel_id, thread_ts=thread_ts)
+        )
+        # Cards of the run not yet posted belong in the same channel.
+        await conn.execute(
+            req.update()
+            .where(req.c.run_id == run_id, req.c.message_ts.is_(None))
+            .values(channel_id=channel_id)
+        )
+
+
+async def get_run(db: Database, run_id: str) -> RunRecord | None:
+    async with db.read() as conn:
+        row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).first()
+    return run_record(row) if row else None
+
+
+async def load_result(db: Database, run_id: str) -> RunResult | None:
+    async with db.read() as conn:
+        state = await conn.scalar(sa.select(runs.c.state).where(runs.c.id == run_id))
+    return RunResult.model_validate_json(state) if state else None
+
+
+async def run_for_thread(db: Database, channel_id: str, thread_ts: str) -> RunRecord | None:
+    query = (
+        sa.select(runs)
+        .where(runs.c.channel_id == channel_id, runs.c.thread_ts == thread_ts)
+        .order_by(runs.c.created_at.desc())
+        .limit(1)
+    )
+    async with db.read() as conn:
+        row = (await conn.execute(query)).first()
+    return run_record(row) if row else None
+
+
+async def list_runs(
+    db: Database, *, status: str | None, requester: str | None, limit: int
+) -> list[RunRecord]:
+    query = sa.select(runs).order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(limit)
+    if status is not None:
+        query = query.where(runs.c.status == status)
+    if requester is not None:
+        query = query.where(runs.c.requester == requester)
+    async with db.read() as conn:
+        rows = (await conn.execute(query)).all()
+    return [run_record(r) for r in rows]
+
+
+def _lease_free(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.or_(runs.c.lease_owner.is_(None), runs.c.lease_expires_at < now)
+
+
+async def claim_run(db: Database, run_id: str, *, owner: str, lease_seconds: float) -> Lease | None:
+    """Take the run's lease if nobody holds it (or the holder's lease lapsed)."""
+    now = utcnow()
+    expires = now + timedelta(seconds=lease_seconds)
+    async with db.write() as conn:
+        seen = (
+            await conn.execute(
+                sa.select(runs.c.version).where(runs.c.id == run_id, _lease_free(now))
+            )
+        ).first()
+        if seen is None:
+            return None
+        result = await conn.execute(
+            runs.update()
+            .where(runs.c.id == run_id, runs.c.version == seen.version, _lease_free(now))
+            .values(lease_owner=owner, lease_expires_at=expires, version=runs.c.version + 1)
+        )
+        if result.rowcount != 1:
+            return None
+    return Lease(run_id=run_id, owner=owner, version=seen.version + 1, expires_at=expires)
+
+
+def _ours(lease: Lease) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        runs.c.id == lease.run_id,
+        runs.c.lease_owner == lease.owner,
+        runs.c.version == lease.version,
+    )
+
+
+async def renew(db: Database, lease: Lease, *, lease_seconds: float) -> bool:
+    expires = utcnow() + timedelta(seconds=lease_seconds)
+    async with db.write() as conn:
+        result = await conn.execute(
+            runs.update().where(_ours(lease)).values(lease_expires_at=expires)
+        )
+    if result.rowcount != 1:
+        return False
+    lease.expires_at = expires
+    return True
+
+
+async def release(db: Database, lease: Lease) -> None:
+    async with db.write() as conn:
+        await conn.execute(
+            runs.update().where(_ours(lease)).values(lease_owner=None, lease_expires_at=None)
+        )
+
+
+def _pause_has_requests(pending_only: bool) -> sa.Exists:
+    conds = [req.c.run_id == runs.c.id, req.c.pause_seq == runs.c.pause_seq]
+    if pending_only:
+        conds.append(req.c.status == "pending")
+    return sa.exists().where(*conds)
+
+
+async def ready_runs(db: Database, now: datetime | None, limit: int) -> list[str]:
+    """Runs to continue that nobody holds: lapsed `running` runs, and waiting runs whose
+    current pause has requests and none of them is still pending."""
+    now = now or utcnow()
+    waiting_ready = sa.and_(
+        runs.c.status == "waiting_for_human",
+        _pause_has_requests(False),
+        ~_pause_has_requests(True),
+    )
+    query = (
+        sa.select(runs.c.id)
+        .where(_lease_free(now), sa.or_(runs.c.status == "running", waiting_ready))
+        .order_by(runs.c.updated_at)
+        .limit(limit)
+    )
+    async with db.read() as conn:
+        return list((await conn.scalars(query)).all())
+
+
+async def lapsed_runs(db: Database, now: datetime | None, limit: int) -> list[str]:
+    now = now or utcnow()
+    query = (
+        sa.select(runs.c.id)
+        .where(runs.c.status == "running", _lease_free(now))
+        .order_by(runs.c.updated_at)
+        .limit(limit)
+    )
+    async with db.read() as conn:
+        return list((await conn.scalars(query)).all())
+
+
+async def purge(db: Database, older_than: timedelta) -> int:
+    """Delete ended runs last updated before now - older_than, with their requests."""
+    cutoff = utcnow() - older_than
+    old = sa.select(runs.c.id).where(
+        runs.c.status.in_(("completed", "failed", "cancelled")), runs.c.updated_at < cutoff
+    )
+    async with db.write() as conn:
+        ids = list((await conn.scalars(old)).all())
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            request_ids = sa.select(req.c.id).where(req.c.run_id.in_(chunk))
+            await conn.execute(ra.delete().where(ra.c.request_id.in_(request_ids)))
+            await conn.execute(req.delete().where(req.c.run_id.in_(chunk)))
+            await conn.execute(runs.delete().where(runs.c.id.in_(chunk)))
+    return len(ids)

@@ -1,0 +1,149 @@
+"""Tables of the durable store (SQLAlchemy Core) and the column types they share.
+
+Migrations in `store/migrations/versions/` create exactly these tables; a test compares them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+metadata = sa.MetaData()
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend.
+
+    PostgreSQL keeps `timestamptz`. SQLite has no time zones: values are stored as naive UTC
+    text in one fixed format, so comparisons in SQL order them correctly.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"Naive datetime {value!r}: the store needs timezone-aware values")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _json() -> sa.JSON:
+    return sa.JSON(none_as_null=True)
+
+
+# BIGINT ids on PostgreSQL; SQLite autoincrements only an INTEGER primary key.
+BigId: Any = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("agent_id", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("pause_kind", sa.String(32)),
+    sa.Column("pause_step", sa.Integer),
+    sa.Column("pause_seq", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("requester", sa.String(64)),
+    sa.Column("team_id", sa.String(64)),
+    sa.Column("channel_id", sa.String(64)),
+    sa.Column("thread_ts", sa.String(64)),
+    sa.Column("request_text", sa.Text, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("lease_owner", sa.String(200)),
+    sa.Column("lease_expires_at", UTCDateTime),
+    sa.Column("state", sa.Text),
+    sa.Column("state_schema_version", sa.Integer),
+    sa.Index("ix_runs_thread", "channel_id", "thread_ts"),
+    sa.Index("ix_runs_status_lease", "status", "lease_expires_at"),
+    sa.Index("ix_runs_status_created", "status", "created_at"),
+    sa.Index("ix_runs_requester_created", "requester", "created_at"),
+    sa.Index("ix_runs_status_updated", "status", "updated_at"),
+    sa.Index("ix_runs_created", "created_at"),
+)
+
+approval_requests = sa.Table(
+    "approval_requests",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column(
+        "run_id", sa.String(64), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("pause_seq", sa.Integer, nullable=False),
+    sa.Column("call_id", sa.String(200), nullable=False),
+    sa.Column("step", sa.Integer, nullable=False),
+    sa.Column("tool_name", sa.String(200), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("arguments", _json()),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("decided_by", sa.String(64)),
+    sa.Column("decided_at", UTCDateTime),
+    sa.Column("reason", sa.Text),
+    sa.Column("edited_arguments", _json()),
+    sa.Column("output", _json()),
+    sa.Column("channel_id", sa.String(64)),
+    sa.Column("message_ts", sa.String(64)),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("requester", sa.String(64)),
+    sa.Column("allow_self_approval", sa.Boolean, nullable=False),
+    sa.Column("interrupted", sa.Boolean, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("run_id", "pause_seq", "call_id", name="uq_requests_run_pause_call"),
+    sa.Index("ix_requests_run_status", "run_id", "pause_seq", "status"),
+    sa.Index("ix_requests_status_expires", "status", "expires_at"),
+    sa.Index("ix_requests_status_created", "status", "created_at"),
+    sa.Index("ix_requests_message", "channel_id", "message_ts"),
+)
+
+request_approvers = sa.Table(
+    "request_approvers",
+    metadata,
+    sa.Column(
+        "request_id",
+        sa.String(64),
+        sa.ForeignKey("approval_requests.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("principal", sa.String(64), primary_key=True),
+    sa.Index("ix_request_approvers_principal", "principal", "request_id"),
+)
+
+audit_events = sa.Table(
+    "audit_events",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("at", UTCDateTime, nullable=False),
+    sa.Column("actor", sa.String(64)),
+    sa.Column("action", sa.String(64), nullable=False),
+    sa.Column("run_id", sa.String(64)),
+    sa.Column("call_id", sa.String(200)),
+    sa.Column("request_id", sa.String(64)),
+    sa.Column("tool_name", sa.String(200)),
+    sa.Column("args_hash", sa.String(64)),
+    sa.Column("outcome", sa.String(32), nullable=False),
+    sa.Column("detail", sa.Text),
+    sa.Index("ix_audit_run", "run_id", "id"),
+    sa.Index("ix_audit_request", "request_id"),
+    sa.Index("ix_audit_at", "at"),
+)
+
+slack_events = sa.Table(
+    "slack_events",
+    metadata,
+    sa.Column("event_id", sa.String(128), primary_key=True),
+    sa.Column("received_at", UTCDateTime, nullable=False),
+    sa.Index("ix_slack_events_received", "received_at"),
+)

@@ -1,0 +1,227 @@
+"""`Store`: the one object the service uses for runs, leases, approval requests and audit."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from bot.agent.state import RunResult
+from store import audit as audit_ops
+from store import migrate
+from store import requests as request_ops
+from store import runs as run_ops
+from store.accessor import PolicyFn, StoreStateAccessor
+from store.db import DEFAULT_URL, Database
+from store.records import (
+    ApprovalRequestRecord,
+    AuditEvent,
+    DecisionOutcome,
+    Lease,
+    RunRecord,
+)
+
+
+def default_replica_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+class Store:
+    """Durable state on SQLite (one file) or PostgreSQL (several replicas)."""
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        replica_id: str | None = None,
+        lease_seconds: float = 30.0,
+    ) -> None:
+        self.db = Database(url)
+        self.replica_id = replica_id or default_replica_id()
+        self.lease_seconds = lease_seconds
+
+    def __repr__(self) -> str:  # never shows the URL: it may carry a password
+        return f"Store(dialect={self.db.dialect!r}, replica_id={self.replica_id!r})"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def upgrade(self) -> None:
+        await migrate.upgrade(self.db)
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def ping(self) -> bool:
+        return await self.db.ping()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- runs ----------------------------------------------------------------------------
+
+    async def create_run(
+        self,
+        *,
+        run_id: str,
+        agent_id: str,
+        requester: str | None,
+        team_id: str | None,
+        channel_id: str | None,
+        thread_ts: str | None,
+        request_text: str,
+    ) -> Lease:
+        return await run_ops.create_run(
+            self.db,
+            owner=self.replica_id,
+            lease_seconds=self.lease_seconds,
+            run_id=run_id,
+            agent_id=agent_id,
+            requester=requester,
+            team_id=team_id,
+            channel_id=channel_id,
+            thread_ts=thread_ts,
+            request_text=request_text,
+        )
+
+    async def set_thread(self, run_id: str, channel_id: str, thread_ts: str) -> None:
+        await run_ops.set_thread(self.db, run_id, channel_id, thread_ts)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        return await run_ops.get_run(self.db, run_id)
+
+    async def load_result(self, run_id: str) -> RunResult | None:
+        return await run_ops.load_result(self.db, run_id)
+
+    async def run_for_thread(self, channel_id: str, thread_ts: str) -> RunRecord | None:
+        return await run_ops.run_for_thread(self.db, channel_id, thread_ts)
+
+    async def list_runs(
+        self, *, status: str | None = None, requester: str | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        return await run_ops.list_runs(self.db, status=status, requester=requester, limit=limit)
+
+    # -- leases --------------------------------------------------------------------------
+
+    async def claim_run(self, run_id: str) -> Lease | None:
+        return await run_ops.claim_run(
+            self.db, run_id, owner=self.replica_id, lease_seconds=self.lease_seconds
+        )
+
+    async def renew(self, lease: Lease) -> bool:
+        return await run_ops.renew(self.db, lease, lease_seconds=self.lease_seconds)
+
+    async def release(self, lease: Lease) -> None:
+        await run_ops.release(self.db, lease)
+
+    def accessor(self, lease: Lease, policy: PolicyFn) -> StoreStateAccessor:
+        return StoreStateAccessor(self.db, lease, policy, self.lease_seconds)
+
+    async def ready_runs(self, now: datetime | None = None, limit: int = 100) -> list[str]:
+        return await run_ops.ready_runs(self.db, now, limit)
+
+    async def lapsed_runs(self, now: datetime | None = None, limit: int = 100) -> list[str]:
+        return await run_ops.lapsed_runs(self.db, now, limit)
+
+    # -- approval requests ---------------------------------------------------------------
+
+    async def get_request(self, request_id: str) -> ApprovalRequestRecord | None:
+        return await request_ops.get_request(self.db, request_id)
+
+    async def requests_for_run(
+        self, run_id: str, *, step: int | None = None
+    ) -> list[ApprovalRequestRecord]:
+        """Every request of the run (all pauses), oldest pause first."""
+        return await request_ops.requests_for_run(self.db, run_id, step=step)
+
+    async def current_requests(self, run_id: str) -> list[ApprovalRequestRecord]:
+        """The requests of the run's latest pause (the ones a continuation needs)."""
+        return await request_ops.requests_for_run(self.db, run_id, current=True)
+
+    async def set_request_message(self, request_id: str, channel_id: str, message_ts: str) -> None:
+        await request_ops.set_request_message(self.db, request_id, channel_id, message_ts)
+
+    async def decide(
+        self,
+        request_id: str,
+        *,
+        actor: str,
+        status: Literal["approved", "edited", "rejected", "answered"],
+        reason: str | None = None,
+        edited_arguments: dict[str, Any] | None = None,
+        output: Any = None,
+        now: datetime | None = None,
+    ) -> DecisionOutcome:
+        return await request_ops.decide(
+            self.db,
+            request_id,
+            actor=actor,
+            status=status,
+            reason=reason,
+            edited_arguments=edited_arguments,
+            output=output,
+            now=now,
+        )
+
+    async def expire_due(
+        self, now: datetime | None = None, limit: int = 100
+    ) -> list[ApprovalRequestRecord]:
+        return await request_ops.expire_due(self.db, now, limit)
+
+    async def pending_for(
+        self,
+        user_id: str,
+        group_ids: Sequence[str] = (),
+        *,
+        include_anyone: bool = True,
+        limit: int = 50,
+        now: datetime | None = None,
+    ) -> tuple[list[ApprovalRequestRecord], int]:
+        return await request_ops.pending_for(
+            self.db, user_id, group_ids, include_anyone=include_anyone, limit=limit, now=now
+        )
+
+    # -- audit, dedup, retention ---------------------------------------------------------
+
+    async def audit(
+        self,
+        *,
+        actor: str | None,
+        action: str,
+        run_id: str | None = None,
+        call_id: str | None = None,
+        request_id: str | None = None,
+        tool_name: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        outcome: str,
+        detail: str | None = None,
+    ) -> None:
+        await audit_ops.audit(
+            self.db,
+            actor=actor,
+            action=action,
+            run_id=run_id,
+            call_id=call_id,
+            request_id=request_id,
+            tool_name=tool_name,
+            arguments=arguments,
+            outcome=outcome,
+            detail=detail,
+        )
+
+    async def audit_trail(self, run_id: str) -> list[AuditEvent]:
+        return await audit_ops.audit_trail(self.db, run_id)
+
+    async def first_delivery(self, event_id: str) -> bool:
+        return await audit_ops.first_delivery(self.db, event_id)
+
+    async def purge(self, older_than: timedelta) -> int:
+        """Delete ended runs not updated for `older_than`, with their requests and approvers,
+        and Slack event ids older than that. Audit events are kept. Returns the runs deleted."""
+        await audit_ops.purge_events(self.db, older_than)
+        return await run_ops.purge(self.db, older_than)

@@ -1,0 +1,87 @@
+"""The packaged migrations: from empty, repeated, concurrent, and matching the code's tables."""
+
+from __future__ import annotations
+
+import asyncio
+
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from conftest import StoreFactory
+
+from store.migrate import VERSION_TABLE
+from store.schema import metadata
+
+TABLES = {"runs", "approval_requests", "request_approvers", "audit_events", "slack_events"}
+
+
+async def _tables(s) -> set[str]:
+    async with s.db.read() as conn:
+        return set(await conn.run_sync(lambda c: sa.inspect(c).get_table_names()))
+
+
+async def _head(s) -> str | None:
+    async with s.db.read() as conn:
+        return await conn.scalar(sa.text(f"SELECT version_num FROM {VERSION_TABLE}"))
+
+
+async def test_upgrade_from_empty_creates_every_table(make_store: StoreFactory) -> None:
+    s = await make_store()
+    assert TABLES.isdisjoint(await _tables(s))
+    await s.upgrade()
+    assert TABLES | {VERSION_TABLE} <= await _tables(s)
+    assert await _head(s) == "0001"
+    assert await s.ping()
+
+
+async def test_upgrade_twice_is_harmless_and_keeps_data(make_store: StoreFactory) -> None:
+    s = await make_store()
+    await s.upgrade()
+    await s.create_run(
+        run_id="r1",
+        agent_id="ops",
+        requester=None,
+        team_id=None,
+        channel_id=None,
+        thread_ts=None,
+        request_text="x",
+    )
+    await s.upgrade()
+    again = await make_store()
+    await again.upgrade()
+    assert (await again.get_run("r1")) is not None
+    assert await _head(again) == "0001"
+
+
+async def test_concurrent_upgrades_on_a_fresh_database_both_succeed(
+    make_store: StoreFactory,
+) -> None:
+    replicas = [await make_store(replica_id=f"r{i}") for i in range(4)]
+    await asyncio.gather(*(r.upgrade() for r in replicas))
+    for r in replicas:
+        assert TABLES <= await _tables(r)
+    assert await _head(replicas[0]) == "0001"
+
+
+async def test_migrations_match_the_tables_the_code_uses(make_store: StoreFactory) -> None:
+    s = await make_store()
+    await s.upgrade()
+
+    def diff(conn: sa.Connection) -> list:
+        ctx = MigrationContext.configure(
+            conn, opts={"compare_type": True, "version_table": VERSION_TABLE}
+        )
+        return compare_metadata(ctx, metadata)
+
+    async with s.db.read() as conn:
+        assert await conn.run_sync(diff) == []
+
+
+async def test_ping_is_false_when_the_database_is_unreachable() -> None:
+    from store import Store
+
+    s = Store("postgresql+asyncpg://nobody@127.0.0.1:1/none")
+    try:
+        assert await s.ping() is False
+    finally:
+        await s.close()
