@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sayso.agent")
 
-EventCallback = Callable[[RunEvent], Awaitable[None]]
+EventCallback = Callable[[RunEvent], Awaitable[None] | None]
 CallPolicy = Callable[[ToolCall, dict[str, Any]], Any]
+
+RETRY_AFTER_MAX = 120.0  # seconds: a longer Retry-After is capped (a run is not parked for hours)
 
 REJECTION_NOTE = (
     'When a tool result is {"error": ...} because a person rejected or did not approve the '
@@ -108,8 +110,8 @@ class Driver:
     async def emit(self, type_: str, **kw: Any) -> None:
         if self.on_event is None:
             return
-        try:
-            await self.on_event(RunEvent(type=type_, run_id=self.run.id, **kw))
+        try:  # sync or async callbacks
+            await _maybe_await(self.on_event(RunEvent(type=type_, run_id=self.run.id, **kw)))
         except Exception:  # a progress callback must never break the run
             log.exception("event=callback_failed run_id=%s type=%s", self.run.id, type_)
 
@@ -143,19 +145,30 @@ class Driver:
         attempt = 0
         while True:
             try:
-                return await agent.model_client.request(messages, agent.tool_specs, settings)
-            except ModelError as exc:
-                if not exc.retryable or attempt >= settings.max_retries:
-                    raise
-                backoff = min(settings.backoff_max, settings.backoff_base * (2**attempt))
-                delay = exc.retry_after if exc.retry_after is not None else backoff
-                delay = min(delay, settings.backoff_max) + random.uniform(0, backoff / 10)
-                log.warning(
-                    "event=model_retry run_id=%s attempt=%d delay=%.2f error=%s",
-                    self.run.id, attempt + 1, delay, exc,
+                # an overall deadline for every provider (httpx's timeout is per read)
+                return await asyncio.wait_for(
+                    agent.model_client.request(messages, agent.tool_specs, settings),
+                    timeout=settings.timeout,
                 )
-                await asyncio.sleep(delay)
-                attempt += 1
+            except TimeoutError:
+                error = ModelError(
+                    f"Model request timed out after {settings.timeout}s", retryable=True
+                )
+            except ModelError as exc:
+                error = exc
+            if not error.retryable or attempt >= settings.max_retries:
+                raise error
+            backoff = min(settings.backoff_max, settings.backoff_base * (2**attempt))
+            if error.retry_after is not None:  # the provider said when: honour it
+                delay = min(error.retry_after, RETRY_AFTER_MAX)
+            else:
+                delay = backoff + random.uniform(0, backoff / 10)
+            log.warning(
+                "event=model_retry run_id=%s attempt=%d delay=%.2f error=%s",
+                self.run.id, attempt + 1, delay, error,
+            )
+            await asyncio.sleep(delay)
+            attempt += 1
 
     async def _handle_response(self, response: ModelResponse) -> bool:
         """Record a model response; return True when the run stopped (paused or completed)."""
@@ -163,6 +176,8 @@ class Driver:
         run.step += 1
         run.usage.add(response.usage)
         message = response.message.model_copy(update={"role": "assistant"})
+        if message.tool_calls:
+            message = message.model_copy(update={"tool_calls": self._unique_ids(message.tool_calls)})
         run.messages.append(message)
         await self.emit("model_response", detail=message.content)
         turn = await self._classify(message.tool_calls) if message.tool_calls else None
@@ -171,9 +186,11 @@ class Driver:
         run.turn = turn
         if review is not None:
             run.status = "waiting_for_human"
+            run.pauses += 1
             run.pause = Pause(
                 kind="human_review",
                 step=run.step,
+                seq=run.pauses,
                 review=HumanReview(reason=review.reason, payload=review.payload),
             )
             await self.save()
@@ -187,6 +204,23 @@ class Driver:
             return True
         await self.save()
         return False
+
+    def _unique_ids(self, calls: list[ToolCall]) -> list[ToolCall]:
+        """Give every call an id unused in this run (some providers repeat or omit them).
+
+        Done before the assistant message is stored, so tool results always answer the ids
+        the model is shown, and idempotency keys ("{run_id}:{call_id}") stay distinct.
+        """
+        used = {c.id for m in self.run.messages for c in m.tool_calls}
+        out: list[ToolCall] = []
+        for i, c in enumerate(calls):
+            new_id, n = c.id, 1
+            while not new_id or new_id in used:
+                new_id = f"{c.id or 'call'}_{self.run.step}_{i}" + (f"_{n}" if n > 1 else "")
+                n += 1
+            used.add(new_id)
+            out.append(c if new_id == c.id else c.model_copy(update={"id": new_id}))
+        return out
 
     async def _review(self, response: ModelResponse, output: Any) -> AgentHumanReviewRequest | None:
         hook = self.agent.human_review
@@ -252,7 +286,10 @@ class Driver:
                 for tc in pending
             ]
             run.status = "waiting_for_human"
-            run.pause = Pause(kind=pause_kind(items), step=turn.step, pending_tool_calls=items)
+            run.pauses += 1
+            run.pause = Pause(
+                kind=pause_kind(items), step=turn.step, seq=run.pauses, pending_tool_calls=items
+            )
             await self.save()
             await self.emit("paused", detail=run.pause.kind)
             return True

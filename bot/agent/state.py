@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from bot.agent.errors import UnknownSchemaVersionError
 from bot.agent.messages import Message, ToolCall, Usage
@@ -79,6 +79,7 @@ class HumanReview(BaseModel):
 class Pause(BaseModel):
     kind: PauseKind
     step: int
+    seq: int = 1  # 1 for the run's first pause, 2 for the next...: names this pause uniquely
     pending_tool_calls: list[PendingToolCall] = Field(default_factory=list)
     review: HumanReview | None = None
 
@@ -125,6 +126,7 @@ class Run(BaseModel):
     messages: list[Message] = Field(default_factory=list)
     turn: Turn | None = None
     step: int = 0
+    pauses: int = 0
     max_steps: int = 20
     context: dict[str, Any] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
@@ -149,6 +151,24 @@ class RunResult(BaseModel):
                 f"{SCHEMA_VERSION}. Upgrade sayso to continue this run."
             )
         return value
+
+    # Pydantic wraps a ValueError raised in a validator into a ValidationError; surface the
+    # schema version problem itself so callers can catch UnknownSchemaVersionError.
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> RunResult:
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            _raise_schema_version_error(exc)
+            raise
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> RunResult:
+        try:
+            return super().model_validate_json(json_data, **kwargs)
+        except ValidationError as exc:
+            _raise_schema_version_error(exc)
+            raise
 
     @property
     def pending_tool_calls(self) -> list[PendingToolCall]:
@@ -178,3 +198,10 @@ class RunResult(BaseModel):
             )
         pending.decision = decision
         run.updated_at = utcnow()
+
+
+def _raise_schema_version_error(exc: ValidationError) -> None:
+    for err in exc.errors():
+        original = (err.get("ctx") or {}).get("error")
+        if isinstance(original, UnknownSchemaVersionError):
+            raise original from None

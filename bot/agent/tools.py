@@ -202,3 +202,17 @@ def render_output(output: Any) -> str:
     if isinstance(output, BaseModel):
         return output.model_dump_json()
     return json.dumps(output, default=str, ensure_ascii=False)
+
+
+def argument_errors(t: Tool, arguments: dict[str, Any]) -> dict[str, str]:
+    """Validation errors by top-level argument name ({} when the arguments are valid)."""
+    try:
+        t._args_model.model_validate(arguments)
+    except ValidationError as exc:
+        errors: dict[str, str] = {}
+        for err in exc.errors():
+            loc = err.get("loc", ())
+            key = str(loc[0]) if loc else "arguments"
+            errors.setdefault(key, str(err.get("msg")))
+        return errors
+    return {}

@@ -1,0 +1,1 @@
+"""Bundled example agents (the default `SAYSO_AGENTS`)."""

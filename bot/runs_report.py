@@ -1,0 +1,66 @@
+"""`sayso runs list|show`: runs, their requests and audit trail, for operators without Slack."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from store import Store
+
+
+def _t(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+async def show_runs(store: Store, *, status: str | None = None, limit: int = 50) -> None:
+    runs = await store.list_runs(status=status, limit=limit)
+    if not runs:
+        print("no runs" + (f" with status {status}" if status else ""))
+        return
+    print(f"{'RUN':32}  {'AGENT':10}  {'STATUS':18}  {'CREATED':19}  REQUESTER  REQUEST")
+    for r in runs:
+        text = (r.request_text or "").replace("\n", " ")[:60]
+        print(
+            f"{r.id:32}  {r.agent_id[:10]:10}  {r.status:18}  {_t(r.created_at):19}  "
+            f"{(r.requester or '-'):9}  {text}"
+        )
+
+
+async def show_run(store: Store, run_id: str) -> int:
+    run = await store.get_run(run_id)
+    if run is None:
+        print(f"Run {run_id} not found")
+        return 1
+    result = run.result
+    print(f"run        {run.id}")
+    print(f"agent      {run.agent_id}")
+    print(f"status     {run.status}" + (f" ({run.pause_kind})" if run.pause_kind else ""))
+    print(f"requester  {run.requester or '-'}")
+    print(f"request    {run.request_text}")
+    print(f"slack      channel={run.channel_id or '-'} thread={run.thread_ts or '-'}")
+    print(f"created    {_t(run.created_at)}   updated {_t(run.updated_at)}   version {run.version}")
+    if result is not None:
+        if result.run.error:
+            print(f"error      {result.run.error}")
+        if result.output is not None:
+            print(f"output     {result.output}")
+        usage = result.run.usage
+        print(
+            f"usage      {usage.requests} model requests, "
+            f"{usage.input_tokens}+{usage.output_tokens} tokens"
+        )
+    requests = await store.requests_for_run(run_id)
+    print(f"\napproval requests ({len(requests)})")
+    for q in requests:
+        who = f" by {q.decided_by} at {_t(q.decided_at)}" if q.decided_by else ""
+        extra = f" reason={q.reason!r}" if q.reason else ""
+        print(f"  {q.id}  {q.kind:8} {q.tool_name:16} {q.status:9}{who}{extra}")
+        print(f"      call {q.call_id} args {q.arguments} expires {_t(q.expires_at)}")
+    trail = await store.audit_trail(run_id)
+    print(f"\naudit trail ({len(trail)})")
+    for e in trail:
+        call = f" call={e.call_id}" if e.call_id else ""
+        print(
+            f"  {_t(e.at)}  {e.actor or '-':10} {e.action:10} {e.outcome:10}{call}  "
+            f"{e.detail or ''}"
+        )
+    return 0

@@ -1,0 +1,234 @@
+"""Use-cases, front-end agnostic: start a run, decide, continue when ready, expire, recover."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+
+from bot.service.commands import Command, parse
+from bot.service.decide import Action, Actor, Decider, Outcome
+from bot.service.permissions import may_decide
+from bot.service.ports import Directory, Person, Presenter
+from bot.service.registry import AgentRegistry
+from bot.service.runner import Runner, ServiceSettings
+from store import ApprovalRequestRecord, RunRecord, Store
+
+log = logging.getLogger("sayso.service")
+
+
+class Service:
+    """Everything the front ends call. One per process; all state lives in the store."""
+
+    def __init__(
+        self,
+        store: Store,
+        agents: AgentRegistry,
+        directory: Directory,
+        presenter: Presenter,
+        settings: ServiceSettings,
+        workspace_team_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.agents = agents
+        self.directory = directory
+        self.presenter = presenter
+        self.settings = settings
+        self.runner = Runner(store, agents, presenter, settings)
+        self.decider = Decider(
+            store, agents, directory, presenter, self.runner, settings, workspace_team_id
+        )
+        self._sweeper: asyncio.Task[None] | None = None
+
+    @property
+    def workspace_team_id(self) -> str | None:
+        return self.decider.workspace_team_id
+
+    @workspace_team_id.setter
+    def workspace_team_id(self, value: str | None) -> None:
+        self.decider.workspace_team_id = value
+
+    def parse(self, text: str) -> Command:
+        return parse(text, self.agents)
+
+    async def start(
+        self,
+        command: Command,
+        *,
+        requester: str,
+        team_id: str | None,
+        channel_id: str,
+        thread_ts: str | None = None,
+    ) -> str:
+        assert command.agent is not None
+        return await self.runner.start_run(
+            command.agent,
+            command.text,
+            requester=requester,
+            team_id=team_id,
+            channel_id=channel_id,
+            thread_ts=thread_ts,
+        )
+
+    async def check(self, request_id: str, actor: Actor) -> Outcome:
+        return await self.decider.check(request_id, actor)
+
+    async def decide(self, request_id: str, actor: Actor, action: Action, **kw: object) -> Outcome:
+        outcome = await self.decider.decide(request_id, actor, action, **kw)  # type: ignore[arg-type]
+        if outcome.ok:
+            await self._refresh_home(actor.user_id)
+        return outcome
+
+    async def retry(self, run_id: str, actor: Actor) -> str:
+        run = await self.store.get_run(run_id)
+        if run is None:
+            return "This run no longer exists."
+        if run.status != "failed":
+            return f"This run is {run.status.replace('_', ' ')}; there is nothing to retry."
+        agent = self.agents.get(run.agent_id)
+        approvers = (agent.approvers if agent else ()) or self.settings.default_approvers
+        if actor.user_id != run.requester:
+            verdict = await may_decide(
+                self.directory,
+                user_id=actor.user_id,
+                team_id=actor.team_id,
+                workspace_team_id=self.workspace_team_id or run.team_id,
+                approvers=approvers,
+                requester=run.requester,
+                allow_self_approval=True,
+            )
+            if not verdict.allowed:
+                return "Only the person who started this run or its approvers may retry it."
+        if not await self.runner.continue_run(run_id, retry=True):
+            return "Someone is already retrying this run."
+        await self.store.audit(actor=actor.user_id, action="retry", run_id=run_id, outcome="ok")
+        return ""
+
+    async def inbox(
+        self, user_id: str, limit: int = 20
+    ) -> tuple[list[tuple[ApprovalRequestRecord, RunRecord]], int, list[RunRecord]]:
+        """What the person may decide now (newest first), the total, and their recent runs."""
+        groups = self.agents.approver_groups(self.settings.default_approvers)
+        mine = [g for g in sorted(groups) if user_id in await self.directory.group_members(g)]
+        person = await self.directory.person(user_id)
+        full_member = bool(
+            person
+            and not person.is_guest
+            and not person.is_bot
+            and (not self.workspace_team_id or person.team_id == self.workspace_team_id)
+        )
+        requests, total = await self.store.pending_for(
+            user_id, mine, include_anyone=full_member, limit=limit
+        )
+        pairs = []
+        for request in requests:
+            run = await self.store.get_run(request.run_id)
+            if run is not None:
+                pairs.append((request, run))
+        recent = await self.store.list_runs(requester=user_id, limit=10)
+        return pairs, total, recent
+
+    async def _refresh_home(self, user_id: str) -> None:
+        try:
+            await self.presenter.refresh_home(user_id)
+        except Exception:
+            log.exception("event=home_refresh_failed user=%s", user_id)
+
+    async def thread_reply(
+        self,
+        *,
+        channel_id: str,
+        thread_ts: str,
+        user_id: str,
+        team_id: str | None,
+        text: str,
+        ts: str,
+    ) -> str | None:
+        """A person replied in a thread: answer a review or a single question, or follow up.
+
+        Returns a message for that person alone, or None.
+        """
+        run = await self.store.run_for_thread(channel_id, thread_ts)
+        if run is None or not text.strip() or not user_id:
+            return None
+        actor = Actor(user_id=user_id, team_id=team_id)
+        if run.status == "waiting_for_human":
+            result = await self.store.load_result(run.id)
+            if result is None or result.run.pause is None:
+                return None
+            pending = [
+                r for r in await self.store.current_requests(run.id) if r.status == "pending"
+            ]
+            reviews = [r for r in pending if r.kind == "review"]
+            questions = [r for r in pending if r.kind == "hitl"]
+            if reviews:
+                outcome = await self.decide(reviews[0].id, actor, "review", output=text.strip())
+            elif len(questions) == 1 and len(pending) == 1:
+                outcome = await self.decide(questions[0].id, actor, "answer", output=text.strip())
+            elif questions:
+                return "Several questions are open here: answer each with its card's Answer button."
+            else:
+                return "This run is waiting for a decision: use the buttons on the cards above."
+            return None if outcome.ok else outcome.message
+        if run.status == "running":
+            return "The agent is still working in this thread; reply again once it answers."
+        agent = self.agents.get(run.agent_id)
+        if agent is None:
+            return None
+        previous = await self.store.load_result(run.id)
+        history = list(previous.run.messages) if previous else []
+        await self.runner.start_run(
+            agent,
+            text.strip(),
+            requester=user_id,
+            team_id=team_id,
+            channel_id=channel_id,
+            thread_ts=thread_ts,
+            history=history,
+        )
+        return None
+
+    # -- sweeping: expiry, continuation of ready runs, crash recovery --------------------------
+
+    async def sweep_once(self, now: datetime | None = None) -> None:
+        now = now or datetime.now(UTC)
+        for request in await self.store.expire_due(now):
+            log.info("event=request_expired run_id=%s call_id=%s", request.run_id, request.call_id)
+            await self.decider._show(request)
+        for run_id in await self.store.ready_runs(now):
+            await self.runner.continue_run(run_id)
+
+    async def _sweep_forever(self, interval: float) -> None:
+        while True:
+            try:
+                await self.sweep_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("event=sweep_failed")
+            await asyncio.sleep(interval)
+
+    def start_sweeper(self, interval: float) -> None:
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep_forever(interval), name="sweeper")
+
+    async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
+        await self.runner.shutdown()
+
+
+__all__ = [
+    "Action",
+    "Actor",
+    "AgentRegistry",
+    "Command",
+    "Directory",
+    "Outcome",
+    "Person",
+    "Presenter",
+    "Service",
+    "ServiceSettings",
+]

@@ -1,0 +1,221 @@
+"""Recording a person's decision on an approval request: who may, exactly once, then continue."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bot.agent.tools import Tool, argument_errors
+from bot.service.permissions import may_decide
+from bot.service.ports import Directory, Presenter
+from bot.service.registry import AgentRegistry
+from bot.service.runner import Runner, ServiceSettings
+from store import ApprovalRequestRecord, Store
+
+log = logging.getLogger("sayso.service")
+
+Action = Literal["approve", "edit", "reject", "answer", "review"]
+OutcomeKind = Literal["decided", "denied", "lost", "expired", "not_found", "invalid"]
+
+_STATUS_FOR: dict[str, str] = {
+    "approve": "approved",
+    "edit": "edited",
+    "reject": "rejected",
+    "answer": "answered",
+    "review": "answered",
+}
+_VERB = {
+    "approved": "approved",
+    "edited": "approved with edits",
+    "rejected": "rejected",
+    "answered": "answered",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+
+
+@dataclass(frozen=True)
+class Actor:
+    user_id: str
+    team_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: OutcomeKind
+    message: str = ""
+    request: ApprovalRequestRecord | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    agent_id: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "decided"
+
+
+def already_decided(request: ApprovalRequestRecord) -> str:
+    if request.status == "expired":
+        return "This request expired before anyone decided; nothing ran."
+    verb = _VERB.get(request.status, request.status)
+    by = (
+        f" by <@{request.decided_by}>"
+        if request.decided_by and request.decided_by != "system"
+        else ""
+    )
+    return f"This request was already {verb}{by}."
+
+
+class Decider:
+    def __init__(
+        self,
+        store: Store,
+        agents: AgentRegistry,
+        directory: Directory,
+        presenter: Presenter,
+        runner: Runner,
+        settings: ServiceSettings,
+        workspace_team_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.agents = agents
+        self.directory = directory
+        self.presenter = presenter
+        self.runner = runner
+        self.settings = settings
+        self.workspace_team_id = workspace_team_id
+
+    async def check(self, request_id: str, actor: Actor) -> Outcome:
+        """May this person decide this request now? (Used before opening a modal.)"""
+        request = await self.store.get_request(request_id)
+        if request is None:
+            return Outcome("not_found", "This request no longer exists.")
+        if request.status != "pending":
+            return Outcome("lost", already_decided(request), request)
+        run = await self.store.get_run(request.run_id)
+        verdict = await may_decide(
+            self.directory,
+            user_id=actor.user_id,
+            team_id=actor.team_id,
+            workspace_team_id=self.workspace_team_id or (run.team_id if run else None),
+            approvers=() if request.anyone else request.approvers,
+            requester=request.requester,
+            allow_self_approval=request.allow_self_approval,
+        )
+        if not verdict.allowed:
+            await self.store.audit(
+                actor=actor.user_id,
+                action="decide",
+                run_id=request.run_id,
+                call_id=request.call_id,
+                request_id=request.id,
+                tool_name=request.tool_name,
+                arguments=request.arguments,
+                outcome="denied",
+                detail=verdict.reason,
+            )
+            log.info(
+                "event=decision_denied run_id=%s call_id=%s actor=%s",
+                request.run_id,
+                request.call_id,
+                actor.user_id,
+            )
+            return Outcome("denied", verdict.reason, request)
+        return Outcome("decided", "", request, agent_id=run.agent_id if run else None)
+
+    async def decide(
+        self,
+        request_id: str,
+        actor: Actor,
+        action: Action,
+        *,
+        arguments: dict[str, Any] | None = None,
+        reason: str | None = None,
+        output: Any = None,
+    ) -> Outcome:
+        checked = await self.check(request_id, actor)
+        if not checked.ok:
+            return checked
+        request = checked.request
+        assert request is not None
+        tool = self.agents.tool(checked.agent_id or "", request.tool_name)
+        invalid = self._validate(request, tool, action, arguments, output)
+        if invalid is not None:
+            return invalid
+        if action == "edit" and tool is not None:
+            arguments = tool.validate(arguments or {})
+        if action == "answer" and tool is not None:
+            output = tool.parse_output(output)
+        result = await self.store.decide(
+            request.id,
+            actor=actor.user_id,
+            status=_STATUS_FOR[action],  # type: ignore[arg-type]
+            reason=reason,
+            edited_arguments=arguments if action == "edit" else None,
+            output=output if action in ("answer", "review") else None,
+        )
+        if result.request is None:
+            return Outcome("not_found", "This request no longer exists.")
+        if not result.won:
+            kind: OutcomeKind = "expired" if result.expired else "lost"
+            if result.expired:
+                await self._show(result.request)
+            return Outcome(kind, already_decided(result.request), result.request)
+        log.info(
+            "event=decided run_id=%s call_id=%s actor=%s status=%s",
+            request.run_id,
+            request.call_id,
+            actor.user_id,
+            result.request.status,
+        )
+        await self._show(result.request)
+        if result.run_ready:
+            await self.runner.continue_run(request.run_id)
+        return Outcome(
+            "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
+        )
+
+    def _validate(
+        self,
+        request: ApprovalRequestRecord,
+        tool: Tool | None,
+        action: Action,
+        arguments: Any,
+        output: Any,
+    ) -> Outcome | None:
+        if request.kind == "review":
+            ok = action in ("review", "answer")
+        elif request.kind in ("manual", "hitl"):
+            ok = action in ("answer", "reject")
+        else:
+            allowed = tool.allowed_decisions if tool else ("approve", "edit", "reject")
+            ok = action in allowed
+        if not ok:
+            return Outcome("invalid", f"`{action}` is not a decision this request allows.", request)
+        if action == "edit":
+            if tool is None:
+                return Outcome(
+                    "invalid", f"Tool `{request.tool_name}` is no longer defined.", request
+                )
+            errors = argument_errors(tool, arguments or {})
+            if errors:
+                return Outcome("invalid", "Some arguments are not valid.", request, errors)
+        if action == "answer" and tool is not None:
+            try:
+                tool.parse_output(output)
+            except ValueError as exc:
+                return Outcome("invalid", str(exc), request, {"answer": str(exc)})
+        if action == "review" and not (isinstance(output, str) and output.strip()):
+            return Outcome(
+                "invalid", "Write your review.", request, {"input": "Write your review."}
+            )
+        return None
+
+    async def _show(self, request: ApprovalRequestRecord) -> None:
+        run = await self.store.get_run(request.run_id)
+        if run is None:
+            return
+        try:
+            await self.presenter.update_card(run, request)
+        except Exception:
+            log.exception("event=card_update_failed request_id=%s", request.id)

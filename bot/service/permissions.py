@@ -1,0 +1,51 @@
+"""Who may decide an approval request."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.service.ports import Directory
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    reason: str = ""
+
+
+def describe(approvers: Sequence[str]) -> str:
+    if not approvers:
+        return "any full member of this workspace"
+    return ", ".join(f"<!subteam^{a}>" if a.startswith("S") else f"<@{a}>" for a in approvers)
+
+
+async def may_decide(
+    directory: Directory,
+    *,
+    user_id: str,
+    team_id: str | None,
+    workspace_team_id: str | None,
+    approvers: Sequence[str],
+    requester: str | None,
+    allow_self_approval: bool,
+) -> Verdict:
+    """Apply the rules: listed people and groups; else any full member; never guests,
+    people from another workspace or bots unless listed by id; self-approval when allowed."""
+    who = describe(approvers)
+    if not allow_self_approval and requester and user_id == requester:
+        return Verdict(False, f"You started this run, and this tool needs someone else: {who}.")
+    if user_id in approvers:
+        return Verdict(True)
+    person = await directory.person(user_id)
+    if person is None or person.deleted or person.is_bot:
+        return Verdict(False, f"Only {who} may decide this request.")
+    external = bool(workspace_team_id and (team_id or person.team_id) != workspace_team_id)
+    if external or person.is_guest:
+        return Verdict(False, f"Guests and people from other workspaces may not decide; ask {who}.")
+    if not approvers:
+        return Verdict(True)
+    for group in (a for a in approvers if a.startswith("S")):
+        if user_id in await directory.group_members(group):
+            return Verdict(True)
+    return Verdict(False, f"Only {who} may decide this request.")

@@ -1,0 +1,64 @@
+"""The agents this bot runs, loaded from `module:attribute` (an Agent or a list of them)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from bot.agent import Agent, Tool
+
+
+class AgentRegistry:
+    def __init__(self, agents: Iterable[Agent]) -> None:
+        self._agents: dict[str, Agent] = {}
+        for agent in agents:
+            if not isinstance(agent, Agent):
+                raise TypeError(f"{agent!r} is not an Agent")
+            if agent.id in self._agents:
+                raise ValueError(f"Two agents are named {agent.id!r}")
+            self._agents[agent.id] = agent
+        if not self._agents:
+            raise ValueError("No agents to run: SAYSO_AGENTS names an empty list")
+
+    @classmethod
+    def load(cls, spec: str) -> AgentRegistry:
+        """Import `package.module:attribute`; raise ValueError with a fix on failure."""
+        module_name, sep, attr = spec.partition(":")
+        if not sep or not module_name or not attr:
+            raise ValueError(f"{spec!r} must look like package.module:attribute")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"cannot import {module_name!r} ({exc})") from None
+        try:
+            value = getattr(module, attr)
+        except AttributeError:
+            raise ValueError(f"module {module_name!r} has no attribute {attr!r}") from None
+        agents = [value] if isinstance(value, Agent) else list(value)
+        return cls(agents)
+
+    def get(self, agent_id: str) -> Agent | None:
+        return self._agents.get(agent_id)
+
+    def tool(self, agent_id: str, tool_name: str) -> Tool | None:
+        agent = self._agents.get(agent_id)
+        return agent.tools.get(tool_name) if agent else None
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._agents)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._agents.values())
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+    def approver_groups(self, defaults: Iterable[str]) -> set[str]:
+        """Every user group named anywhere (for the inbox query)."""
+        groups = {a for a in defaults if a.startswith("S")}
+        for agent in self:
+            groups |= {a for a in agent.approvers if a.startswith("S")}
+            for t in agent.tools.values():
+                groups |= {a for a in t.approvers if a.startswith("S")}
+        return groups

@@ -1,0 +1,312 @@
+"""Starting runs and continuing them exactly once, in whichever replica holds the lease."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.agent import (
+    Agent,
+    AgentToolDecision,
+    AgentToolEdit,
+    AgentToolOutput,
+    Message,
+    PendingToolCall,
+    RunEvent,
+    RunResult,
+)
+from bot.service.ports import Presenter
+from bot.service.registry import AgentRegistry
+from store import ApprovalRequestRecord, Lease, LeaseLostError, RequestPolicy, Store
+
+log = logging.getLogger("sayso.service")
+
+EXPIRED_REASON = "The approval request expired before anyone decided; the call did not run."
+CANCELLED_REASON = "The approval request was cancelled; the call did not run."
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    default_approvers: tuple[str, ...] = ()
+    approval_ttl: timedelta = timedelta(hours=24)
+    remind_after: timedelta | None = None
+    lease_seconds: float = 30.0
+
+
+def render_output(output: Any) -> str:
+    if output is None:
+        return "(the agent finished without an answer)"
+    return output if isinstance(output, str) else json.dumps(output, indent=2, default=str)
+
+
+def decisions_from(requests: list[ApprovalRequestRecord]) -> dict[str, Any]:
+    """Turn decided approval requests into `continue_run` arguments."""
+    out: dict[str, Any] = {"approvals": [], "rejections": [], "edits": [], "tool_outputs": []}
+    for r in requests:
+        if r.kind == "review":
+            out["human_input"] = r.output if isinstance(r.output, str) else json.dumps(r.output)
+        elif r.status == "approved":
+            out["approvals"].append(AgentToolDecision(r.call_id, decided_by=r.decided_by))
+        elif r.status == "edited":
+            out["edits"].append(
+                AgentToolEdit(r.call_id, dict(r.edited_arguments or {}), decided_by=r.decided_by)
+            )
+        elif r.status == "answered":
+            out["tool_outputs"].append(
+                AgentToolOutput(r.call_id, r.output, decided_by=r.decided_by)
+            )
+        elif r.status in ("rejected", "expired", "cancelled"):
+            reason = r.reason or None
+            if r.status == "expired":
+                reason = EXPIRED_REASON
+            elif r.status == "cancelled":
+                reason = reason or CANCELLED_REASON
+            out["rejections"].append(AgentToolDecision(r.call_id, reason, decided_by=r.decided_by))
+    return out
+
+
+class Runner:
+    """Drives runs: one process at a time per run, fenced by the store's lease."""
+
+    def __init__(
+        self,
+        store: Store,
+        agents: AgentRegistry,
+        presenter: Presenter,
+        settings: ServiceSettings,
+    ) -> None:
+        self.store = store
+        self.agents = agents
+        self.presenter = presenter
+        self.settings = settings
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- background work ------------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "sayso") -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("event=task_failed task=%s error=%r", task.get_name(), task.exception())
+
+    async def idle(self, limit: float = 30.0) -> None:
+        """Wait until no background work is left (tests, shutdown)."""
+        deadline = asyncio.get_running_loop().time() + limit
+        while self._tasks and asyncio.get_running_loop().time() < deadline:
+            await asyncio.wait(set(self._tasks), timeout=0.5)
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=5)
+
+    # -- policy for new approval requests ---------------------------------------------------
+
+    def request_policy(
+        self, agent: Agent
+    ) -> Callable[[RunResult, PendingToolCall | None], RequestPolicy]:
+        def policy(result: RunResult, pending: PendingToolCall | None) -> RequestPolicy:
+            tool = agent.tools.get(pending.call.name) if pending else None
+            approvers = (
+                (tool.approvers if tool else ())
+                or agent.approvers
+                or self.settings.default_approvers
+            )
+            ttl = self.settings.approval_ttl
+            if tool is not None and tool.expires_in is not None:
+                ttl = timedelta(seconds=tool.expires_in)
+            return RequestPolicy(
+                approvers=list(approvers),
+                expires_at=datetime.now(UTC) + ttl,
+                allow_self_approval=tool.allow_self_approval if tool else True,
+            )
+
+        return policy
+
+    # -- use cases ----------------------------------------------------------------------------
+
+    async def start_run(
+        self,
+        agent: Agent,
+        text: str,
+        *,
+        requester: str | None,
+        team_id: str | None,
+        channel_id: str | None,
+        thread_ts: str | None = None,
+        history: list[Message] | None = None,
+    ) -> str:
+        """Create the run, post its root message (unless it continues a thread), drive it."""
+        run_id = uuid.uuid4().hex
+        lease = await self.store.create_run(
+            run_id=run_id,
+            agent_id=agent.id,
+            requester=requester,
+            team_id=team_id,
+            channel_id=channel_id,
+            thread_ts=thread_ts,
+            request_text=text,
+        )
+        log.info("event=run_created run_id=%s agent=%s requester=%s", run_id, agent.id, requester)
+        await self.store.audit(actor=requester, action="start", run_id=run_id, outcome="ok")
+        if thread_ts is None and channel_id is not None:
+            run = await self.store.get_run(run_id)
+            assert run is not None
+            try:
+                ts = await self.presenter.post_root(run)
+            except Exception:
+                await self.store.release(lease)
+                raise
+            await self.store.set_thread(run_id, channel_id, ts)
+        conversation: list[Message] = [*(history or []), Message(role="user", content=text)]
+        context = {"requested_by": requester, "team_id": team_id, "channel_id": channel_id}
+
+        async def begin(accessor: Any, on_event: Any) -> RunResult:
+            return await agent.run(
+                conversation, context=context, state=accessor, run_id=run_id, on_event=on_event
+            )
+
+        self.spawn(self._drive(lease, agent, begin), name=f"run:{run_id}")
+        return run_id
+
+    async def continue_run(self, run_id: str, *, retry: bool = False) -> bool:
+        """Claim the run if nobody holds it and continue it in the background."""
+        lease = await self.store.claim_run(run_id)
+        if lease is None:
+            return False
+        log.info("event=run_claimed run_id=%s owner=%s", run_id, lease.owner)
+        self.spawn(self._continue(lease, retry), name=f"continue:{run_id}")
+        return True
+
+    async def _continue(self, lease: Lease, retry: bool) -> None:
+        result = await self.store.load_result(lease.run_id)
+        agent = self.agents.get(result.run.agent_id) if result else None
+        if result is None or agent is None:
+            log.error("event=continue_skipped run_id=%s reason=unknown_run_or_agent", lease.run_id)
+            await self.store.release(lease)
+            return
+        status = result.run.status
+        fn: Callable[[Any, Any], Awaitable[RunResult]]
+        if retry and status == "failed":
+
+            async def fn(acc: Any, ev: Any) -> RunResult:
+                return await agent.continue_run(run=result, state=acc, retry=True, on_event=ev)
+
+        elif status == "waiting_for_human" and result.run.pause is not None:
+            requests = await self.store.current_requests(lease.run_id)
+            if not requests or any(r.status == "pending" for r in requests):
+                await self.store.release(lease)
+                return
+            kwargs = decisions_from(requests)
+
+            async def fn(acc: Any, ev: Any) -> RunResult:
+                return await agent.continue_run(run=result, state=acc, on_event=ev, **kwargs)
+
+        elif status == "running":
+
+            async def fn(acc: Any, ev: Any) -> RunResult:
+                return await agent.recover(run=result, state=acc, on_event=ev)
+
+        else:
+            await self.store.release(lease)
+            return
+        await self._drive(lease, agent, fn)
+
+    async def _renew(self, lease: Lease) -> None:
+        interval = max(0.05, self.settings.lease_seconds / 3)
+        while True:
+            await asyncio.sleep(interval)
+            if not await self.store.renew(lease):
+                log.warning("event=lease_lost run_id=%s owner=%s", lease.run_id, lease.owner)
+                return
+
+    async def _drive(
+        self,
+        lease: Lease,
+        agent: Agent,
+        fn: Callable[[Any, Any], Awaitable[RunResult]],
+    ) -> None:
+        accessor = self.store.accessor(lease, self.request_policy(agent))
+        renewer = asyncio.create_task(self._renew(lease))
+
+        async def on_event(event: RunEvent) -> None:
+            await self._progress(event)
+
+        try:
+            result = await fn(accessor, on_event)
+        except LeaseLostError:
+            log.warning("event=write_fenced run_id=%s: another replica holds the run", lease.run_id)
+            return
+        except Exception as exc:
+            log.exception("event=run_crashed run_id=%s", lease.run_id)
+            await self.store.release(lease)
+            run = await self.store.get_run(lease.run_id)
+            if run is not None:
+                await self._safely(self.presenter.post_failure(run, f"{type(exc).__name__}: {exc}"))
+            return
+        finally:
+            renewer.cancel()
+        await self.present(result)
+
+    async def _progress(self, event: RunEvent) -> None:
+        if event.type not in ("tool_started", "tool_finished"):
+            return
+        run = await self.store.get_run(event.run_id)
+        if run is None:
+            return
+        if event.type == "tool_started":
+            await self.presenter.post_progress(run, f":gear: Running `{event.tool}`…")
+        elif event.detail:
+            await self.presenter.post_progress(
+                run, f":warning: `{event.tool}` failed: {event.detail}"
+            )
+
+    async def _safely(self, aw: Awaitable[Any]) -> None:
+        try:
+            await aw
+        except Exception:
+            log.exception("event=presenter_failed")
+
+    async def present(self, result: RunResult) -> None:
+        """Show where a run stopped: new cards, the final answer, or the failure."""
+        run = await self.store.get_run(result.run.id)
+        if run is None:
+            return
+        status = result.run.status
+        if status == "waiting_for_human" and result.run.pause is not None:
+            await self.post_cards(run.id)
+        elif status == "completed":
+            await self._safely(self.presenter.post_answer(run, render_output(result.output)))
+        elif status == "failed":
+            await self._safely(
+                self.presenter.post_failure(run, result.run.error or "unknown error")
+            )
+        if run.requester:
+            await self._safely(self.presenter.refresh_home(run.requester))
+
+    async def post_cards(self, run_id: str) -> None:
+        run = await self.store.get_run(run_id)
+        if run is None:
+            return
+        for request in await self.store.current_requests(run_id):
+            if request.message_ts is not None or request.status != "pending":
+                continue
+            try:
+                ts = await self.presenter.post_card(run, request)
+            except Exception:
+                log.exception("event=card_post_failed run_id=%s request_id=%s", run_id, request.id)
+                continue
+            if ts and run.channel_id:
+                await self.store.set_request_message(request.id, run.channel_id, ts)

@@ -1,0 +1,142 @@
+"""Wiring: the Slack client, the Bolt app, the service, and the HTTP server around them."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Settings
+from bot.service import Service, ServiceSettings
+from bot.service.registry import AgentRegistry
+from bot.slack.blocks import home
+from bot.slack.directory import SlackDirectory
+from bot.slack.listeners import register
+from bot.slack.presenter import SlackPresenter
+from bot.slack.render import card_info, run_info
+from store import Store
+
+log = logging.getLogger("sayso.slack")
+
+MAX_BODY_BYTES = 1024 * 1024  # Slack's payloads are far smaller; bigger bodies get 413
+
+
+def web_client(settings: Settings) -> AsyncWebClient:
+    """Slack Web API client with slack-sdk's retry handlers (429 + Retry-After, connections)."""
+    return AsyncWebClient(
+        token=settings.secret("slack_bot_token"),
+        base_url=settings.slack_api_url,
+        retry_handlers=[
+            AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        ],
+    )
+
+
+def service_settings(settings: Settings) -> ServiceSettings:
+    return ServiceSettings(
+        default_approvers=settings.sayso_approvers,
+        approval_ttl=settings.sayso_approval_ttl,
+        remind_after=settings.sayso_remind_after,
+        lease_seconds=settings.sayso_lease_seconds,
+    )
+
+
+@dataclass
+class Bot:
+    """One sayso process: Bolt app + service + store."""
+
+    settings: Settings
+    app: AsyncApp
+    service: Service
+    store: Store
+    client: AsyncWebClient
+
+    async def start(self) -> None:
+        """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)."""
+        await self.store.upgrade()
+        try:
+            auth = await self.client.auth_test()
+            self.service.workspace_team_id = auth.get("team_id")
+            log.info(
+                "event=connected team=%s bot_user=%s", auth.get("team_id"), auth.get("user_id")
+            )
+        except Exception as exc:
+            log.warning("event=auth_test_failed error=%s", exc)
+        if not self.service.settings.default_approvers and not _any_approvers(self.service.agents):
+            log.warning(
+                "event=no_approvers_configured: any full member of the workspace may decide; "
+                "set SAYSO_APPROVERS or approvers= on agents and tools"
+            )
+        self.service.start_sweeper(self.settings.sayso_sweep_interval)
+
+    async def stop(self) -> None:
+        await self.service.close()
+        await self.store.close()
+
+    def web_app(self) -> web.Application:
+        """POST /slack/events (signature always checked) and GET /healthz."""
+        webapp = web.Application(client_max_size=MAX_BODY_BYTES)
+
+        async def events(request: web.Request) -> web.Response:
+            bolt_request = await to_bolt_request(request)
+            bolt_response = await self.app.async_dispatch(bolt_request)
+            return await to_aiohttp_response(bolt_response)
+
+        async def healthz(request: web.Request) -> web.Response:
+            ok = await self.store.ping()
+            return web.json_response(
+                {"ok": ok, "database": "reachable" if ok else "unreachable"},
+                status=200 if ok else 503,
+            )
+
+        webapp.router.add_post("/slack/events", events)
+        webapp.router.add_get("/healthz", healthz)
+        return webapp
+
+
+def _any_approvers(agents: AgentRegistry) -> bool:
+    return any(a.approvers or any(t.approvers for t in a.tools.values()) for a in agents)
+
+
+def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None = None) -> Bot:
+    client = web_client(settings)
+    store = store or Store(
+        settings.database_url,
+        replica_id=settings.sayso_replica_id,
+        lease_seconds=settings.sayso_lease_seconds,
+    )
+    directory = SlackDirectory(client)
+    service: Service | None = None
+
+    async def refresh_home(user_id: str) -> None:
+        assert service is not None
+        pairs, total, runs = await service.inbox(user_id)
+        cards = [card_info(request, run, agents) for request, run in pairs]
+        view = home.home_view(cards, total, [run_info(r) for r in runs], user_id=user_id)
+        await client.views_publish(user_id=user_id, view=view)
+
+    presenter = SlackPresenter(client, agents, home_refresher=refresh_home)
+    service = Service(store, agents, directory, presenter, service_settings(settings))
+    app = AsyncApp(
+        client=client,
+        signing_secret=settings.secret("slack_signing_secret") or "socket-mode-has-no-secret",
+        request_verification_enabled=True,
+        logger=logging.getLogger("sayso.bolt"),
+    )
+    register(app, service)
+
+    @app.error
+    async def on_error(error: Exception, body: dict[str, Any]) -> None:
+        log.error("event=listener_error type=%s error=%s", body.get("type"), error)
+
+    return Bot(settings=settings, app=app, service=service, store=store, client=client)

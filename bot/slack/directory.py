@@ -1,0 +1,62 @@
+"""People and user groups from Slack's Web API, cached briefly."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.service.ports import Person
+
+log = logging.getLogger("sayso.slack")
+
+
+class SlackDirectory:
+    """users.info and usergroups.users.list, each answer kept for `ttl` seconds."""
+
+    def __init__(self, client: AsyncWebClient, ttl: float = 60.0) -> None:
+        self.client = client
+        self.ttl = ttl
+        self._people: dict[str, tuple[float, Person | None]] = {}
+        self._groups: dict[str, tuple[float, frozenset[str]]] = {}
+
+    async def person(self, user_id: str) -> Person | None:
+        hit = self._people.get(user_id)
+        if hit and hit[0] > time.monotonic():
+            return hit[1]
+        try:
+            user = (await self.client.users_info(user=user_id))["user"]
+        except SlackApiError as exc:
+            log.warning(
+                "event=users_info_failed user=%s error=%s", user_id, exc.response.get("error")
+            )
+            return None
+        person = Person(
+            user_id=user_id,
+            team_id=user.get("team_id"),
+            is_bot=bool(user.get("is_bot")),
+            is_guest=bool(user.get("is_restricted") or user.get("is_ultra_restricted")),
+            deleted=bool(user.get("deleted")),
+        )
+        self._people[user_id] = (time.monotonic() + self.ttl, person)
+        return person
+
+    async def group_members(self, group_id: str) -> frozenset[str]:
+        hit = self._groups.get(group_id)
+        if hit and hit[0] > time.monotonic():
+            return hit[1]
+        try:
+            users = (await self.client.usergroups_users_list(usergroup=group_id))["users"]
+        except SlackApiError as exc:
+            log.warning(
+                "event=usergroup_failed group=%s error=%s", group_id, exc.response.get("error")
+            )
+            return frozenset()
+        members = frozenset(users or [])
+        self._groups[group_id] = (time.monotonic() + self.ttl, members)
+        return members
+
+    async def groups_of(self, user_id: str, group_ids: set[str]) -> list[str]:
+        return [g for g in sorted(group_ids) if user_id in await self.group_members(g)]

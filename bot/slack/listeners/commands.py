@@ -1,0 +1,46 @@
+"""`/sayso [agent] <request>` and `/sayso help`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+
+from bot.service import Service
+from bot.slack.blocks import messages
+from bot.slack.render import agent_infos
+
+log = logging.getLogger("sayso.slack")
+
+NOT_IN_CHANNEL = "I can't post in this channel yet. Invite me with `/invite @sayso` and try again."
+
+
+def register(app: AsyncApp, service: Service) -> None:
+    @app.command("/sayso")
+    async def on_sayso(ack: Any, command: dict[str, Any], respond: Any) -> None:
+        parsed = service.parse(command.get("text", ""))
+        if parsed.kind == "help":
+            await ack(**messages.help_message(agent_infos(service.agents)))
+            return
+        if parsed.kind == "error":
+            await ack(text=parsed.message)
+            return
+        await ack()
+        try:
+            await service.start(
+                parsed,
+                requester=command["user_id"],
+                team_id=command.get("team_id"),
+                channel_id=command["channel_id"],
+            )
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            log.warning("event=start_failed channel=%s error=%s", command.get("channel_id"), error)
+            text = (
+                NOT_IN_CHANNEL
+                if error in ("not_in_channel", "channel_not_found")
+                else (f"I could not start the run: Slack answered `{error}`.")
+            )
+            await respond(text=text, response_type="ephemeral")
