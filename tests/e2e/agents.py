@@ -24,18 +24,29 @@ def make_agents(base_url: str, effects: SideEffects) -> list[Agent]:
 
     @tool(require_approval=True)
     async def deploy(
-        environment: Literal["staging", "production"], version: str, replicas: int = 2,
+        environment: Literal["staging", "production"],
+        version: str,
+        replicas: int = 2,
         ctx: ToolContext | None = None,
     ) -> dict:
         """Deploy a version to an environment."""
         effects.deploys.append(
-            {"environment": environment, "version": version, "replicas": replicas,
-             "key": ctx.idempotency_key if ctx else None}
+            {
+                "environment": environment,
+                "version": version,
+                "replicas": replicas,
+                "key": ctx.idempotency_key if ctx else None,
+            }
         )
         return {"status": "deployed", "environment": environment, "version": version}
 
-    @tool(require_approval=True, approvers=["S_APPROVERS"], allow_self_approval=False,
-          allowed_decisions=("approve", "reject"), confirm=True)
+    @tool(
+        require_approval=True,
+        approvers=["S_APPROVERS"],
+        allow_self_approval=False,
+        allowed_decisions=("approve", "reject"),
+        confirm=True,
+    )
     def restart(service: str) -> dict:
         """Restart a service (approvers group only, never the requester)."""
         effects.restarts.append(service)
