@@ -1,0 +1,87 @@
+"""The Web API endpoint `POST /api/<method>`, answering as Slack answers.
+
+Arguments are read from the query string, a form body or a JSON body (slack_sdk uses all
+three), the token from `Authorization: Bearer` (or a `token` argument). Every call is recorded
+in `sandbox.calls` with the token removed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from bot.sandbox import api_chat, api_directory, api_views
+from bot.sandbox.api_chat import Handler
+from bot.sandbox.core import ApiCall, SandboxCore
+from bot.sandbox.messages import ApiError, decode_json_fields
+
+log = logging.getLogger("sayso.sandbox")
+
+METHODS: dict[str, Handler] = {**api_chat.METHODS, **api_views.METHODS, **api_directory.METHODS}
+
+
+async def read_args(request: web.Request) -> tuple[dict[str, Any], str | None]:
+    """(arguments, token) from query, form or JSON body."""
+    args: dict[str, Any] = dict(request.query)
+    if request.can_read_body:
+        if request.content_type == "application/json":
+            try:
+                body = await request.json()
+            except ValueError as exc:
+                raise ApiError("invalid_json") from exc
+            if not isinstance(body, dict):
+                raise ApiError("invalid_json")
+            args.update(body)
+        else:
+            form = await request.post()
+            args.update({k: v for k, v in form.items() if isinstance(v, str)})
+    token = args.pop("token", None)
+    auth = request.headers.get("Authorization", "")
+    if auth.lower().startswith("bearer "):
+        token = auth[7:].strip()
+    return args, token
+
+
+class WebApi:
+    """aiohttp handler bound to one sandbox."""
+
+    def __init__(self, sandbox: SandboxCore) -> None:
+        self.sb = sandbox
+
+    async def handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args: dict[str, Any] = {}
+        headers: dict[str, str] = {}
+        status = 200
+        try:
+            args, token = await read_args(request)
+            args = decode_json_fields(args)
+            if not token:
+                raise ApiError("not_authed")
+            if token != self.sb.bot_token:
+                raise ApiError("invalid_auth")
+            failure = self.sb.take_failure(method)
+            if failure is not None:
+                status = failure.status
+                if failure.retry_after is not None:
+                    headers["Retry-After"] = str(failure.retry_after)
+                raise ApiError(failure.error)
+            handler = METHODS.get(method)
+            if handler is None:
+                raise ApiError("unknown_method")
+            answer = handler(self.sb, args)
+        except ApiError as exc:
+            answer = exc.answer()
+        answer = json.loads(json.dumps(answer))  # detach from the stored state
+        self.sb.calls.append(ApiCall(method=method, args=args, response=answer))
+        log.info(
+            "event=api_call method=%s ok=%s error=%s",
+            method,
+            answer.get("ok"),
+            answer.get("error", "-"),
+        )
+        self.sb.changed()
+        return web.json_response(answer, status=status, headers=headers)
