@@ -1,0 +1,1 @@
+"""Slack front end: Bolt listeners and pure Block Kit builders."""

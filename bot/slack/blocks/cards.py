@@ -1,0 +1,231 @@
+"""Approval request cards: one per pending call or review pause, in any status."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from bot.slack.blocks import limits as L
+from bot.slack.blocks.data import CardInfo
+from bot.slack.blocks.fmt import (
+    compact_json,
+    mention,
+    one_line,
+    pretty_json,
+    slack_date,
+    utc,
+    who_may_decide,
+)
+
+PENDING_TITLE = {
+    "approval": (":raising_hand:", "Approval needed"),
+    "manual": (":hammer_and_wrench:", "Manual step needed"),
+    "hitl": (":question:", "A question for you"),
+    "review": (":eyes:", "Review needed"),
+}
+INTERRUPTED = (
+    ":warning: *The process stopped while this tool was running.* It may have partly run. "
+    "Check its effects before you decide: approving runs it again."
+)
+DONE_TITLE = {
+    "approval": "Approval request",
+    "manual": "Manual step",
+    "hitl": "Question",
+    "review": "Review",
+}
+VIEW_ARGS_TEXT = "View full arguments"
+
+
+def _q(text: str) -> str:
+    """Inline code for a short value (backticks would end the code span)."""
+    return "`" + L.escape(text.replace("`", "ˋ")) + "`"
+
+
+def quote(raw: str, limit: int = L.SECTION_TEXT, note: str = L.CUT_NOTE) -> str:
+    """Escaped text as a mrkdwn block quote, cut to `limit`."""
+    lines = L.escape(L.nonempty(raw)).split("\n")
+    return L.cut_text("\n".join("> " + line for line in lines), limit, note)
+
+
+def decision_buttons(card: CardInfo, args_cut: bool = False) -> list[dict[str, Any]]:
+    """The buttons of a pending card; value is always the request id."""
+    rid = card.request_id
+    out: list[dict[str, Any]] = []
+    if card.kind == "review":
+        out.append(L.button("Review", "review", rid, style="primary"))
+    elif card.kind in ("manual", "hitl"):
+        label = "Enter result" if card.kind == "manual" else "Answer"
+        out.append(L.button(label, "answer", rid, style="primary"))
+    else:
+        allowed = card.allowed_decisions or ("approve", "edit", "reject")
+        if "approve" in allowed:
+            confirm = None
+            if card.confirm:
+                confirm = L.confirm_dialog(
+                    f"Run {card.tool_name}?",
+                    f"Approving runs {_q(card.tool_name)} with the arguments shown.",
+                    "Approve",
+                )
+            out.append(L.button("Approve", "approve", rid, style="primary", confirm=confirm))
+        if "edit" in allowed:
+            out.append(L.button("Edit", "edit", rid))
+        if "reject" in allowed:
+            out.append(L.button("Reject", "reject", rid, style="danger"))
+    if args_cut:
+        out.append(L.button(VIEW_ARGS_TEXT, "view_args", rid))
+    return out
+
+
+def _title(card: CardInfo) -> tuple[str, str]:
+    emoji, title = PENDING_TITLE.get(card.kind, PENDING_TITLE["approval"])
+    if card.status != "pending":
+        title = DONE_TITLE.get(card.kind, "Approval request")
+    return emoji, title
+
+
+def _header(card: CardInfo) -> dict[str, Any]:
+    emoji, title = _title(card)
+    if card.kind == "review":
+        text = f"{emoji} *{title}* for agent *{L.escape(card.agent_id)}*"
+    else:
+        text = f"{emoji} *{title}*: {_q(card.tool_name)} for agent *{L.escape(card.agent_id)}*"
+    if card.tool_description and card.kind != "review":
+        text += "\n" + L.escape(L.cut_text(one_line(card.tool_description), 500))
+    return L.section(text, "card_header")
+
+
+def _meta(card: CardInfo, now: datetime | None) -> dict[str, Any]:
+    parts = [f"Asked by {mention(card.requester)}" if card.requester else "Asked by the agent"]
+    if card.status == "pending":
+        if card.expires_at:
+            past = now is not None and utc(card.expires_at) <= utc(now)
+            parts.append(f"{'Expired' if past else 'Expires'} {slack_date(card.expires_at)}")
+        parts.append(f"Who may decide: {who_may_decide(card.approvers)}")
+        if card.kind == "review":
+            parts.append("Click *Review* to respond, or reply in this thread.")
+    return L.context(parts, "card_meta")
+
+
+def _decided_by(card: CardInfo) -> str:
+    out = f" by {mention(card.decided_by)}" if card.decided_by else ""
+    if card.decided_at:
+        out += f" {slack_date(card.decided_at)}"
+    return out
+
+
+def decision_line(card: CardInfo) -> str:
+    """One line saying who decided, how and when."""
+    by = _decided_by(card)
+    s = card.status
+    if s == "approved":
+        return f":white_check_mark: *Approved*{by}"
+    if s == "edited":
+        return f":pencil2: *Approved with edits*{by}"
+    if s == "rejected":
+        return f":x: *Rejected*{by}"
+    if s == "answered":
+        verb = {"review": "Reviewed", "manual": "Result given"}.get(card.kind, "Answered")
+        return f":speech_balloon: *{verb}*{by}"
+    if s == "expired":
+        return ":hourglass: Expired — the model was told the request expired"
+    if s == "cancelled":
+        return f":no_entry_sign: *Cancelled*{by} — the run was cancelled"
+    return f"Status: {L.escape(s)}{by}"
+
+
+def changes_text(old: dict, new: dict) -> str:
+    """`key`: old -> new for each changed top-level argument."""
+    lines = []
+    for key in list(dict.fromkeys([*old, *new])):
+        if key in old and key in new and old[key] == new[key]:
+            continue
+        before = L.cut_text(compact_json(old[key]), 300) if key in old else "(not set)"
+        after = L.cut_text(compact_json(new[key]), 300) if key in new else "(not set)"
+        lines.append(f"• {_q(L.cut_text(key, 100))}: {_q(before)} → {_q(after)}")
+    return "\n".join(lines) if lines else "No argument changed."
+
+
+def _output_text(output: Any, limit: int = L.SECTION_TEXT) -> str:
+    if isinstance(output, str):
+        return quote(output, limit)
+    return L.code_block(pretty_json(output), limit)[0]
+
+
+def _decision_blocks(card: CardInfo) -> list[dict[str, Any]]:
+    rid = card.request_id
+    blocks = [L.section(decision_line(card), L.block_id("decision", rid))]
+    if card.status == "edited" and card.edited_arguments is not None:
+        text = "*Changed:*\n" + changes_text(card.arguments, card.edited_arguments)
+        blocks.append(L.section(text, "card_changes"))
+    elif card.status == "rejected":
+        reason = quote(card.reason, 2900) if card.reason else "_No reason given._"
+        blocks.append(L.section("*Reason:*\n" + reason, "card_reason"))
+    elif card.status == "answered" and card.output is not None:
+        blocks.append(L.section("*Answer:*\n" + _output_text(card.output, 2900), "card_answer"))
+    return blocks
+
+
+def _closing(card: CardInfo, args_cut: bool) -> list[dict[str, Any]]:
+    """Buttons while pending; the decision once decided (only View full arguments stays)."""
+    rid = card.request_id
+    if card.status == "pending":
+        return [
+            {
+                "type": "actions",
+                "block_id": L.block_id("actions", rid),
+                "elements": decision_buttons(card, args_cut),
+            }
+        ]
+    blocks = _decision_blocks(card)
+    if args_cut:
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": L.block_id("actions", rid),
+                "elements": [L.button(VIEW_ARGS_TEXT, "view_args", rid)],
+            }
+        )
+    return blocks
+
+
+def _fallback(card: CardInfo) -> str:
+    _, title = _title(card)
+    text = f"{title}: {card.tool_name} for agent {card.agent_id}"
+    if card.status != "pending":
+        text += f" ({card.status})"
+    return L.cut_text(L.escape(one_line(text)), L.MESSAGE_TEXT)
+
+
+def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, Any]:
+    """The card of one approval request, in any status."""
+    if card.kind == "review":
+        return review_card(card, now=now)
+    blocks = [_header(card)]
+    if card.interrupted and card.status == "pending":
+        blocks.append(L.section(INTERRUPTED, "card_interrupted"))
+    args, cut = L.code_block(pretty_json(card.arguments), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
+    blocks.append(L.section(args, "card_args"))
+    blocks.append(_meta(card, now))
+    blocks.extend(_closing(card, cut))
+    return {"text": _fallback(card), "blocks": blocks}
+
+
+def review_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, Any]:
+    """A human review pause: the reason and the payload (e.g. a draft), and a Review button."""
+    args = card.arguments if isinstance(card.arguments, dict) else {}
+    reason = args.get("reason")
+    payload = args.get("payload")
+    blocks = [_header(card)]
+    if reason:
+        blocks.append(L.section("*Why:* " + L.escape(str(reason)), "card_reason_for_review"))
+    cut = False
+    if payload is not None and payload != "":
+        if isinstance(payload, str):
+            text = quote(payload, L.SECTION_TEXT, L.ARGS_CUT_NOTE)
+            cut = len(L.escape(payload)) + 2 * (payload.count("\n") + 1) > L.SECTION_TEXT
+        else:
+            text, cut = L.code_block(pretty_json(payload), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
+        blocks.append(L.section(text, "card_args"))
+    blocks.append(_meta(card, now))
+    blocks.extend(_closing(card, cut))
+    return {"text": _fallback(card), "blocks": blocks}

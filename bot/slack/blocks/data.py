@@ -1,0 +1,62 @@
+"""What the builders receive: plain frozen data, filled by the service layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+DECISIONS: tuple[str, ...] = ("approve", "edit", "reject")
+
+
+@dataclass(frozen=True)
+class CardInfo:
+    """One approval request: a pending call (approval, manual, hitl) or a review pause."""
+
+    request_id: str
+    run_id: str
+    agent_id: str
+    tool_name: str  # for review: "human_review"
+    kind: str  # 'approval' | 'manual' | 'hitl' | 'review'
+    arguments: dict  # review: {"reason": ..., "payload": ...}
+    status: str = "pending"  # pending|approved|edited|rejected|answered|expired|cancelled
+    tool_description: str = ""
+    requester: str | None = None
+    expires_at: datetime | None = None
+    allowed_decisions: tuple[str, ...] = DECISIONS
+    confirm: bool = False
+    interrupted: bool = False
+    approvers: tuple[str, ...] = ()
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None
+    edited_arguments: dict | None = None
+    output: Any = None
+    returns_object: bool = False
+    parameters: dict | None = None
+    created_at: datetime | None = None  # added: orders the home tab (newest first)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One agent run, as shown in its root message and on the home tab."""
+
+    run_id: str
+    agent_id: str
+    status: str  # running | waiting_for_human | completed | failed | cancelled
+    request_text: str
+    requester: str | None = None
+    channel_id: str | None = None
+    thread_ts: str | None = None
+    created_at: datetime | None = None
+    error: str | None = None
+    permalink: str | None = None  # added: link to the thread (chat.getPermalink), if known
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """An agent and its tools, for the help message."""
+
+    agent_id: str
+    description: str
+    tools: tuple[tuple[str, str, str], ...]  # (name, kind, description)

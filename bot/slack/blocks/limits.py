@@ -1,0 +1,348 @@
+"""Slack Block Kit limits, in one place: cut helpers and validators.
+
+Builders cut user data with a visible note; `validate_message` / `validate_view` raise
+`ValueError` on anything Slack would reject (used by the tests on every builder output).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MESSAGE_BLOCKS = 50
+VIEW_BLOCKS = 100
+MESSAGE_TEXT = 4000  # fallback `text` of a message (Slack cuts at 40,000; we stay well under)
+SECTION_TEXT = 3000
+SECTION_FIELDS = 10
+SECTION_FIELD_TEXT = 2000
+HEADER_TEXT = 150
+CONTEXT_ELEMENTS = 10
+CONTEXT_TEXT = 2000
+BUTTON_TEXT = 75
+BUTTON_VALUE = 2000
+BUTTON_URL = 3000
+ACTION_ID = 255
+BLOCK_ID = 255
+CALLBACK_ID = 255
+ACTIONS_ELEMENTS = 25
+MODAL_TITLE = 24
+MODAL_BUTTON = 24  # submit / close
+PRIVATE_METADATA = 3000
+INPUT_LABEL = 2000
+INPUT_HINT = 2000
+INPUT_MAX_LENGTH = 3000  # plain_text_input max_length and initial_value
+PLACEHOLDER = 150
+SELECT_OPTIONS = 100
+OPTION_TEXT = 75
+OPTION_VALUE = 150
+CONFIRM_TITLE = 100
+CONFIRM_TEXT = 300
+CONFIRM_BUTTON = 30
+
+ELLIPSIS = "…"
+CUT_NOTE = "… (cut: {n:,} more characters)"
+ARGS_CUT_NOTE = "… (cut: {n:,} more characters; use View full arguments)"
+
+
+def escape(text: str) -> str:
+    """Escape user text for mrkdwn (&, <, >)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _safe_end(text: str, end: int) -> int:
+    """Move a cut point back so it does not split `<...>` markup or an `&...;` entity."""
+    head = text[:end]
+    lt, gt = head.rfind("<"), head.rfind(">")
+    if lt > gt:
+        end = lt
+    amp = text.rfind("&", 0, end)
+    if amp != -1 and ";" not in text[amp:end] and end - amp <= 5:
+        end = amp
+    return end
+
+
+def cut_text(text: str, limit: int, note: str = CUT_NOTE) -> str:
+    """Return `text` if it fits in `limit`, else a prefix plus `note` (formatted with n=cut)."""
+    if len(text) <= limit:
+        return text
+    sample = note.format(n=len(text))
+    end = max(0, limit - len(sample))
+    end = _safe_end(text, end)
+    result = text[:end] + note.format(n=len(text) - end)
+    if len(result) > limit:  # a tiny limit: the note alone does not fit
+        return text[: max(0, limit - 1)] + ELLIPSIS
+    return result
+
+
+def nonempty(text: str, fallback: str = "-") -> str:
+    """Slack rejects empty text objects."""
+    return text if text.strip() else fallback
+
+
+def plain(text: str, limit: int) -> dict[str, Any]:
+    """A plain_text object cut to `limit`."""
+    return {"type": "plain_text", "text": cut_text(nonempty(text), limit), "emoji": True}
+
+
+def mrkdwn(text: str, limit: int = SECTION_TEXT) -> dict[str, Any]:
+    """A mrkdwn text object cut to `limit` (the caller escapes user parts)."""
+    return {"type": "mrkdwn", "text": cut_text(nonempty(text), limit)}
+
+
+def escaped_prefix(raw: str, budget: int) -> int:
+    """The length of the longest prefix of `raw` whose escaped form fits in `budget`."""
+    k = min(len(raw), max(0, budget))
+    while k > 0:
+        size = len(escape(raw[:k]))
+        if size <= budget:
+            return k
+        k -= max(1, (size - budget + 3) // 4)
+    return 0
+
+
+def split_text(raw: str, size: int, escape_it: bool = True) -> list[str]:
+    """Split `raw` into chunks of (escaped) length ≤ `size`, at newlines when possible."""
+    chunks: list[str] = []
+    rest = raw
+    while rest:
+        k = escaped_prefix(rest, size) if escape_it else min(len(rest), size)
+        if k < len(rest):
+            nl = rest.rfind("\n", 0, k)
+            if nl > k // 2:
+                k = nl + 1
+        k = max(k, 1)
+        chunks.append(rest[:k])
+        rest = rest[k:]
+    return chunks
+
+
+def code_block(raw: str, limit: int = SECTION_TEXT, note: str = CUT_NOTE) -> tuple[str, bool]:
+    """Escaped ```code``` mrkdwn for `raw`, cut to fit `limit` with `note`; returns (text, cut)."""
+    raw = nonempty(raw.replace("```", "``\u200b`"), " ")
+    if len(escape(raw)) + 6 <= limit:
+        return f"```{escape(raw)}```", False
+    budget = limit - 6 - len(note.format(n=len(raw)))
+    k = escaped_prefix(raw, budget)
+    return f"```{escape(raw[:k])}```" + note.format(n=len(raw) - k), True
+
+
+def block_id(prefix: str, ref: str) -> str:
+    """`prefix:ref`, hashed when it would exceed Slack's block_id limit."""
+    bid = f"{prefix}:{ref}"
+    if len(bid) <= BLOCK_ID:
+        return bid
+    return f"{prefix}:#{hashlib.sha256(ref.encode()).hexdigest()[:32]}"
+
+
+def check_ref(value: str, what: str, limit: int) -> str:
+    """Opaque references are never cut: raise when one does not fit."""
+    if not value or len(value) > limit:
+        raise ValueError(f"{what} must be 1..{limit} characters, got {len(value)}")
+    return value
+
+
+def confirm_dialog(title: str, text: str, confirm: str, deny: str = "Cancel") -> dict[str, Any]:
+    """A confirmation dialog object within Slack's limits."""
+    return {
+        "title": plain(title, CONFIRM_TITLE),
+        "text": mrkdwn(text, CONFIRM_TEXT),
+        "confirm": plain(confirm, CONFIRM_BUTTON),
+        "deny": plain(deny, CONFIRM_BUTTON),
+    }
+
+
+def button(
+    text: str,
+    action_id: str,
+    value: str,
+    style: str | None = None,
+    confirm: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A button: text is cut; action_id and value (an opaque reference) must fit."""
+    el: dict[str, Any] = {
+        "type": "button",
+        "text": plain(text, BUTTON_TEXT),
+        "action_id": check_ref(action_id, "action_id", ACTION_ID),
+        "value": check_ref(value, "button value", BUTTON_VALUE),
+    }
+    if style:
+        if style not in ("primary", "danger"):
+            raise ValueError(f"button style must be primary or danger, got {style!r}")
+        el["style"] = style
+    if confirm:
+        el["confirm"] = confirm
+    return el
+
+
+def section(text: str, bid: str, limit: int = SECTION_TEXT) -> dict[str, Any]:
+    """A mrkdwn section block."""
+    return {"type": "section", "block_id": bid, "text": mrkdwn(text, limit)}
+
+
+def context(texts: Iterable[str], bid: str) -> dict[str, Any]:
+    """A context block of mrkdwn elements."""
+    elements = [mrkdwn(t, CONTEXT_TEXT) for t in texts][:CONTEXT_ELEMENTS]
+    return {"type": "context", "block_id": bid, "elements": elements}
+
+
+# ---- validation ---------------------------------------------------------------------------
+
+
+def _err(where: str, msg: str) -> None:
+    raise ValueError(f"{where}: {msg}")
+
+
+def _text(obj: Any, limit: int, where: str, kind: str | None = None) -> None:
+    if not isinstance(obj, Mapping) or obj.get("type") not in ("plain_text", "mrkdwn"):
+        _err(where, f"not a text object: {obj!r:.80}")
+    if kind and obj["type"] != kind:
+        _err(where, f"must be {kind}")
+    text = obj.get("text")
+    if not isinstance(text, str) or not text.strip():
+        _err(where, "empty text")
+    if len(text) > limit:
+        _err(where, f"text is {len(text)} > {limit}")
+
+
+def _len(value: Any, limit: int, where: str) -> None:
+    if not isinstance(value, str) or not value or len(value) > limit:
+        _err(where, f"must be a string of 1..{limit} characters")
+
+
+def _confirm(c: Mapping[str, Any], where: str) -> None:
+    _text(c["title"], CONFIRM_TITLE, f"{where}.title", "plain_text")
+    _text(c["text"], CONFIRM_TEXT, f"{where}.text")
+    _text(c["confirm"], CONFIRM_BUTTON, f"{where}.confirm", "plain_text")
+    _text(c["deny"], CONFIRM_BUTTON, f"{where}.deny", "plain_text")
+
+
+def _option(o: Mapping[str, Any], where: str) -> None:
+    _text(o["text"], OPTION_TEXT, f"{where}.text", "plain_text")
+    _len(o["value"], OPTION_VALUE, f"{where}.value")
+
+
+def _element(el: Mapping[str, Any], where: str) -> None:
+    kind = el.get("type")
+    if "action_id" in el:
+        _len(el["action_id"], ACTION_ID, f"{where}.action_id")
+    if kind == "button":
+        _text(el["text"], BUTTON_TEXT, f"{where}.text", "plain_text")
+        if "value" in el:
+            _len(el["value"], BUTTON_VALUE, f"{where}.value")
+        if "url" in el:
+            _len(el["url"], BUTTON_URL, f"{where}.url")
+        if el.get("style") not in (None, "primary", "danger"):
+            _err(where, "bad style")
+        if "confirm" in el:
+            _confirm(el["confirm"], f"{where}.confirm")
+    elif kind == "plain_text_input":
+        max_len = el.get("max_length", INPUT_MAX_LENGTH)
+        if not 1 <= max_len <= INPUT_MAX_LENGTH:
+            _err(where, "bad max_length")
+        if len(el.get("initial_value", "")) > max_len:
+            _err(where, "initial_value longer than max_length")
+        if "placeholder" in el:
+            _text(el["placeholder"], PLACEHOLDER, f"{where}.placeholder", "plain_text")
+    elif kind == "static_select":
+        options = el.get("options", [])
+        if not 1 <= len(options) <= SELECT_OPTIONS:
+            _err(where, f"{len(options)} options")
+        for i, o in enumerate(options):
+            _option(o, f"{where}.options[{i}]")
+        values = [o["value"] for o in options]
+        if len(set(values)) != len(values):
+            _err(where, "duplicate option values")
+        if "initial_option" in el and el["initial_option"] not in options:
+            _err(where, "initial_option is not one of the options")
+        if "placeholder" in el:
+            _text(el["placeholder"], PLACEHOLDER, f"{where}.placeholder", "plain_text")
+    else:
+        _err(where, f"unsupported element type {kind!r}")
+
+
+def _block(b: Mapping[str, Any], where: str, surface: str) -> None:
+    kind = b.get("type")
+    if "block_id" in b:
+        _len(b["block_id"], BLOCK_ID, f"{where}.block_id")
+    if kind == "section":
+        if "text" not in b and "fields" not in b:
+            _err(where, "section without text or fields")
+        if "text" in b:
+            _text(b["text"], SECTION_TEXT, f"{where}.text")
+        fields = b.get("fields", [])
+        if len(fields) > SECTION_FIELDS:
+            _err(where, "too many fields")
+        for i, f in enumerate(fields):
+            _text(f, SECTION_FIELD_TEXT, f"{where}.fields[{i}]")
+        if "accessory" in b:
+            _element(b["accessory"], f"{where}.accessory")
+    elif kind == "header":
+        _text(b["text"], HEADER_TEXT, f"{where}.text", "plain_text")
+    elif kind == "context":
+        els = b.get("elements", [])
+        if not 1 <= len(els) <= CONTEXT_ELEMENTS:
+            _err(where, f"{len(els)} context elements")
+        for i, e in enumerate(els):
+            _text(e, CONTEXT_TEXT, f"{where}.elements[{i}]")
+    elif kind == "actions":
+        els = b.get("elements", [])
+        if not 1 <= len(els) <= ACTIONS_ELEMENTS:
+            _err(where, f"{len(els)} action elements")
+        ids = [e.get("action_id") for e in els]
+        if len(set(ids)) != len(ids):
+            _err(where, "duplicate action_id in one block")
+        for i, e in enumerate(els):
+            _element(e, f"{where}.elements[{i}]")
+    elif kind == "divider":
+        pass
+    elif kind == "input":
+        if surface != "modal":
+            _err(where, "input blocks only belong in modals")
+        _text(b["label"], INPUT_LABEL, f"{where}.label", "plain_text")
+        if "hint" in b:
+            _text(b["hint"], INPUT_HINT, f"{where}.hint", "plain_text")
+        _element(b["element"], f"{where}.element")
+    else:
+        _err(where, f"unsupported block type {kind!r}")
+
+
+def _blocks(blocks: list[Mapping[str, Any]], limit: int, surface: str) -> None:
+    if len(blocks) > limit:
+        _err(surface, f"{len(blocks)} blocks > {limit}")
+    ids = [b["block_id"] for b in blocks if "block_id" in b]
+    if len(set(ids)) != len(ids):
+        _err(surface, "duplicate block_id")
+    for i, b in enumerate(blocks):
+        _block(b, f"{surface}.blocks[{i}]", surface)
+
+
+def validate_message(message: Mapping[str, Any] | list[Mapping[str, Any]]) -> None:
+    """Raise ValueError if a message (or its list of blocks) breaks a Slack limit."""
+    if isinstance(message, Mapping):
+        text = message.get("text")
+        if not isinstance(text, str) or not text.strip() or len(text) > MESSAGE_TEXT:
+            _err("message", "fallback text must be 1..4000 characters")
+        blocks = message.get("blocks", [])
+    else:
+        blocks = message
+    _blocks(list(blocks), MESSAGE_BLOCKS, "message")
+
+
+def validate_view(view: Mapping[str, Any]) -> None:
+    """Raise ValueError if a modal or home view breaks a Slack limit."""
+    kind = view.get("type")
+    if kind not in ("modal", "home"):
+        _err("view", f"bad type {kind!r}")
+    if kind == "modal":
+        _text(view["title"], MODAL_TITLE, "view.title", "plain_text")
+        for key in ("submit", "close"):
+            if key in view:
+                _text(view[key], MODAL_BUTTON, f"view.{key}", "plain_text")
+        if any(b.get("type") == "input" for b in view["blocks"]) and "submit" not in view:
+            _err("view", "a modal with inputs needs a submit button")
+    if "private_metadata" in view and len(view["private_metadata"]) > PRIVATE_METADATA:
+        _err("view", "private_metadata too long")
+    if "callback_id" in view:
+        _len(view["callback_id"], CALLBACK_ID, "view.callback_id")
+    _blocks(list(view.get("blocks", [])), VIEW_BLOCKS, "modal" if kind == "modal" else "home")

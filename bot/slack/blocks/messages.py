@@ -1,0 +1,144 @@
+"""Thread and channel messages: the run's root message, progress, answers, failures, help."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.slack.blocks import limits as L
+from bot.slack.blocks.cards import _q
+from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo
+from bot.slack.blocks.fmt import (
+    KIND_LABEL,
+    RUN_STATUS,
+    mention,
+    mention_list,
+    one_line,
+    slack_date,
+)
+
+USAGE = "`/sayso <agent> <request>` — for example `/sayso ops deploy v2 to staging`"
+
+
+def _msg(text: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"text": L.cut_text(L.nonempty(one_line(text)), L.MESSAGE_TEXT), "blocks": blocks}
+
+
+def run_status_text(status: str) -> str:
+    """Emoji and label for a run status."""
+    emoji, label = RUN_STATUS.get(status, (":grey_question:", status.replace("_", " ")))
+    return f"{emoji} {L.escape(label)}"
+
+
+def root_message(run: RunInfo) -> dict[str, Any]:
+    """The message that starts a run's thread: who asked which agent for what, and the status."""
+    who = mention(run.requester) if run.requester else "Someone"
+    request = L.escape(L.nonempty(run.request_text.strip(), "(no request text)"))
+    head = f"{who} asked *{L.escape(run.agent_id)}*:\n"
+    text = head + L.cut_text("> " + request.replace("\n", "\n> "), L.SECTION_TEXT - len(head))
+    status = [f"Status: {run_status_text(run.status)}"]
+    if run.status == "failed" and run.error:
+        status.append(L.escape(L.cut_text(one_line(run.error), 500)))
+    if run.created_at:
+        status.append(f"Started {slack_date(run.created_at)}")
+    blocks = [L.section(text, "run_request"), L.context(status, "run_status")]
+    fallback = f"{run.agent_id}: {run.request_text} ({run.status.replace('_', ' ')})"
+    return _msg(L.escape(fallback), blocks)
+
+
+def progress(text: str) -> dict[str, Any]:
+    """A short progress note in the thread (e.g. "Calling search…")."""
+    body = L.escape(L.nonempty(text.strip(), "Working…"))
+    return _msg(body, [L.context([L.cut_text(body, L.CONTEXT_TEXT)], "progress")])
+
+
+def _sections(text: str, prefix: str, limit: int) -> list[dict[str, Any]]:
+    """Escaped text as up to `limit` sections of ≤ 3000 characters, the last noting any cut."""
+    chunks = L.split_text(text, L.SECTION_TEXT)
+    blocks = []
+    for i, chunk in enumerate(chunks[:limit]):
+        body = L.escape(chunk)
+        if i == limit - 1 and len(chunks) > limit:
+            rest = sum(len(c) for c in chunks[limit:])
+            note = f"\n… (cut: {rest:,} more characters)"
+            body = L.escape(chunk[: L.escaped_prefix(chunk, L.SECTION_TEXT - len(note))]) + note
+        blocks.append(L.section(L.nonempty(body), f"{prefix}:{i}"))
+    return blocks
+
+
+def final_answer(text: str, run: RunInfo) -> dict[str, Any]:
+    """The agent's final answer, split across sections (≤ 50 blocks, cut with a note)."""
+    text = text.strip() or "(The agent finished without an answer.)"
+    blocks = _sections(text, "answer", L.MESSAGE_BLOCKS - 1)
+    who = f"for {mention(run.requester)} " if run.requester else ""
+    blocks.append(
+        L.context([f":white_check_mark: Done {who}by *{L.escape(run.agent_id)}*"], "answer_footer")
+    )
+    return _msg(L.escape(text[:300]), blocks)
+
+
+def run_failed(run: RunInfo, error: str) -> dict[str, Any]:
+    """A failed run: what failed, the error, and a Retry button (value = run id)."""
+    head = f":x: *The run failed* (agent *{L.escape(run.agent_id)}*).\n"
+    err, _ = L.code_block(L.nonempty(error.strip(), "unknown error"), L.SECTION_TEXT - len(head))
+    blocks = [
+        L.section(head + err, "run_error"),
+        L.context(["Click *Retry* to run the request again, or start a new one."], "run_help"),
+        {
+            "type": "actions",
+            "block_id": "run_actions",
+            "elements": [L.button("Retry", "retry", run.run_id, style="primary")],
+        },
+    ]
+    return _msg(L.escape(f"The run failed: {error}"), blocks)
+
+
+def _agent_text(agent: AgentInfo) -> str:
+    lines = [f"*{L.escape(agent.agent_id)}* — {L.escape(one_line(agent.description))}"]
+    for name, kind, desc in agent.tools:
+        label = KIND_LABEL.get(kind, L.escape(kind))
+        line = f"• {_q(name)} ({label})"
+        if desc:
+            line += " — " + L.escape(L.cut_text(one_line(desc), 200))
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def help_message(agents: Sequence[AgentInfo]) -> dict[str, Any]:
+    """How to use sayso, and each agent with its tools and their kinds."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "block_id": "help_header", "text": L.plain("sayso", L.HEADER_TEXT)},
+        L.section(
+            f"Start a run with {USAGE}.\nTools that need a person post a card in the run's "
+            "thread with *Approve*, *Edit* and *Reject*; you can also reply in the thread.",
+            "help_usage",
+        ),
+    ]
+    if not agents:
+        blocks.append(L.section("No agents are configured yet.", "help_empty"))
+    room = L.MESSAGE_BLOCKS - len(blocks) - 1
+    shown = agents[:room] if len(agents) > room + 1 else agents
+    for i, agent in enumerate(shown):
+        blocks.append(L.section(_agent_text(agent), L.block_id("agent", f"{i}")))
+    if len(agents) > len(shown):
+        more = len(agents) - len(shown)
+        blocks.append(L.context([f"… and {more:,} more agents."], "help_more"))
+    return _msg(f"How to use sayso: /sayso <agent> <request>. {len(agents)} agents.", blocks)
+
+
+def ephemeral(text: str) -> dict[str, Any]:
+    """A message only one person sees (the listener adds response_type / user)."""
+    body = L.escape(L.nonempty(text.strip(), "…"))
+    return _msg(body, [L.section(body, "ephemeral")])
+
+
+def reminder(card: CardInfo, approvers: Sequence[str]) -> dict[str, Any]:
+    """A nudge to the approvers that a request is still waiting (no buttons: use the card)."""
+    who = mention_list(approvers) if approvers else "Anyone here"
+    what = "a review" if card.kind == "review" else _q(card.tool_name)
+    text = f":bell: {who}: {what} for agent *{L.escape(card.agent_id)}* is waiting for a decision."
+    if card.expires_at:
+        text += f" It expires {slack_date(card.expires_at)}."
+    text += " Use the card in this thread."
+    fallback = f"Reminder: {card.tool_name} for {card.agent_id} is waiting for a decision."
+    return _msg(L.escape(fallback), [L.section(text, L.block_id("reminder", card.request_id))])
