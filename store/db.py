@@ -7,6 +7,7 @@ conditional UPDATE sees the latest committed row. Reads use a plain deferred `BE
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -60,6 +61,13 @@ class Database:
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
+        # SQLite has one writer at a time. Writers of this process queue here, in order,
+        # instead of polling the file lock with SQLite's busy-wait backoff.
+        self._write_lock = asyncio.Lock() if self.is_sqlite_url(url) else None
+
+    @staticmethod
+    def is_sqlite_url(url: str) -> bool:
+        return make_url(url).get_backend_name() == "sqlite"
 
     @property
     def is_sqlite(self) -> bool:
@@ -72,9 +80,12 @@ class Database:
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
         """A write transaction: committed when the block ends, rolled back on an exception."""
-        async with self.engine.connect() as conn:
-            if self.is_sqlite:
-                await conn.execution_options(**{_IMMEDIATE: True})
+        if self._write_lock is None:
+            async with self.engine.connect() as conn, conn.begin():
+                yield conn
+            return
+        async with self._write_lock, self.engine.connect() as conn:
+            await conn.execution_options(**{_IMMEDIATE: True})
             async with conn.begin():
                 yield conn
 

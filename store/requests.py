@@ -162,6 +162,25 @@ async def pause_ready(db: Database, run_id: str, pause_seq: int) -> bool:
         return (await conn.execute(query)).first() is not None
 
 
+async def _audit_expiry(
+    conn: AsyncConnection, r: ApprovalRequestRecord, now: datetime, detail: str
+) -> None:
+    """Exactly one `expire` event per expired request, by whichever path expired it."""
+    await add_audit(
+        conn,
+        actor="system",
+        action="expire",
+        run_id=r.run_id,
+        call_id=r.call_id,
+        request_id=r.id,
+        tool_name=r.tool_name,
+        arguments=r.arguments,
+        outcome="expired",
+        detail=detail,
+        now=now,
+    )
+
+
 def _hashed_arguments(request: ApprovalRequestRecord, status: str, edited: Any) -> Any:
     return edited if status == "edited" and edited is not None else request.arguments
 
@@ -207,6 +226,8 @@ async def decide(
             )
             expired = result.rowcount == 1
             request = await _one(conn, request_id)
+            if expired and request is not None:
+                await _audit_expiry(conn, request, now, f"noticed by {actor}")
         if request is None:
             outcome = "not_found"
         elif won:
@@ -267,19 +288,7 @@ async def expire_due(db: Database, now: datetime | None, limit: int) -> list[App
         ).all()
         records = await fetch(conn, sa.select(req).where(req.c.id.in_(list(done))))
         for r in records:
-            await add_audit(
-                conn,
-                actor="system",
-                action="expire",
-                run_id=r.run_id,
-                call_id=r.call_id,
-                request_id=r.id,
-                tool_name=r.tool_name,
-                arguments=r.arguments,
-                outcome="expired",
-                detail=None,
-                now=now,
-            )
+            await _audit_expiry(conn, r, now, "deadline sweep")
     return sorted(records, key=lambda r: (r.expires_at, r.id))
 
 

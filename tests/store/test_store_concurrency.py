@@ -1,0 +1,98 @@
+"""Replicas racing: each attempt goes through its own Store (its own engine and pool)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from conftest import StoreFactory
+from store_helpers import paused_run
+
+from store import Store
+
+
+async def _replicas(make_store: StoreFactory, n: int) -> list[Store]:
+    first = await make_store(replica_id="R0")
+    await first.upgrade()
+    return [first, *[await make_store(replica_id=f"R{i}") for i in range(1, n)]]
+
+
+async def test_fifty_replicas_deciding_one_request_have_exactly_one_winner(
+    make_store: StoreFactory,
+) -> None:
+    replicas = await _replicas(make_store, 50)
+    await paused_run(replicas[0], "r1")
+    (request,) = await replicas[0].requests_for_run("r1")
+    outcomes = await asyncio.gather(
+        *(s.decide(request.id, actor=f"U{i}", status="approved") for i, s in enumerate(replicas))
+    )
+    winners = [o for o in outcomes if o.won]
+    assert len(winners) == 1
+    winner = winners[0].request.decided_by
+    losers = [o for o in outcomes if not o.won]
+    assert len(losers) == 49
+    assert all(o.request.status == "approved" and o.request.decided_by == winner for o in losers)
+    assert winners[0].run_ready and not any(o.run_ready for o in losers)
+    trail = await replicas[0].audit_trail("r1")
+    decides = [e for e in trail if e.action == "decide"]
+    assert sorted(e.outcome for e in decides) == ["lost"] * 49 + ["won"]
+    assert next(e for e in decides if e.outcome == "won").actor == winner
+
+
+async def test_approvals_racing_rejections_end_in_one_state(make_store: StoreFactory) -> None:
+    replicas = await _replicas(make_store, 50)
+    await paused_run(replicas[0], "r1")
+    (request,) = await replicas[0].requests_for_run("r1")
+    attempts = [
+        s.decide(
+            request.id,
+            actor=f"U{i}",
+            status="approved" if i % 2 else "rejected",
+            reason=None if i % 2 else "not today",
+        )
+        for i, s in enumerate(replicas)
+    ]
+    outcomes = await asyncio.gather(*attempts)
+    (winner,) = [o for o in outcomes if o.won]
+    final = await replicas[0].get_request(request.id)
+    assert final.status == winner.request.status
+    assert final.decided_by == winner.request.decided_by
+    assert all(o.request.status == final.status for o in outcomes)
+    if final.status == "rejected":
+        assert final.reason == "not today"
+
+
+async def test_a_decision_racing_the_deadline_is_either_decided_or_expired(
+    make_store: StoreFactory,
+) -> None:
+    replicas = await _replicas(make_store, 12)
+
+    async def decider(s: Store, request_id: str, i: int):
+        await asyncio.sleep(random.uniform(0.2, 0.6))
+        return await s.decide(request_id, actor=f"U{i}", status="approved")
+
+    async def sweeper(s: Store):
+        await asyncio.sleep(random.uniform(0.2, 0.6))
+        return await s.expire_due()
+
+    for n in range(4):
+        await paused_run(replicas[0], f"r{n}", minutes=0.4 / 60)  # due in 0.4 s
+        (request,) = await replicas[0].requests_for_run(f"r{n}")
+        tasks = [decider(s, request.id, i) for i, s in enumerate(replicas[:6])]
+        sweeps = [sweeper(s) for s in replicas[6:]]
+        results = await asyncio.gather(*tasks, *sweeps)
+        decisions, swept = results[:6], results[6:]
+        won = [o for o in decisions if o.won]
+        expired_by_sweep = [r for batch in swept for r in batch if r.id == request.id]
+        trail = await replicas[0].audit_trail(f"r{n}")
+        expiries = [e for e in trail if e.action == "expire"]
+        final = await replicas[0].get_request(request.id)
+        assert len(won) + len(expiries) == 1, final
+        assert len(expired_by_sweep) <= len(expiries)
+        if won:
+            assert final.status == "approved" and final.decided_at < final.expires_at
+            assert final.decided_by == won[0].request.decided_by
+            assert all(o.request.status == "approved" for o in decisions)
+        else:
+            assert final.status == "expired" and final.decided_by == "system"
+            assert all(o.expired and not o.won for o in decisions)
