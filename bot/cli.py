@@ -20,7 +20,7 @@ def setup_logging(level: str) -> None:
         format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
         stream=sys.stderr,
     )
-    for noisy in ("aiohttp.access", "httpx", "httpcore", "slack_bolt", "slack_sdk"):
+    for noisy in ("aiohttp.access", "httpx", "httpcore", "slack_bolt", "slack_sdk", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -171,7 +171,12 @@ class Runner:
                 raise
             await self.store.set_thread(run_id, channel_id, ts)
         conversation: list[Message] = [*(history or []), Message(role="user", content=text)]
-        context = {"requested_by": requester, "team_id": team_id, "channel_id": channel_id}
+        context = {
+            "requested_by": requester,
+            "team_id": team_id,
+            "channel_id": channel_id,
+            "follow_up": thread_ts is not None,
+        }
 
         async def begin(accessor: Any, on_event: Any) -> RunResult:
             return await agent.run(
@@ -293,6 +298,8 @@ class Runner:
             await self._safely(
                 self.presenter.post_failure(run, result.run.error or "unknown error")
             )
+        if not result.run.context.get("follow_up"):
+            await self._safely(self.presenter.update_root(run))
         if run.requester:
             await self._safely(self.presenter.refresh_home(run.requester))
 

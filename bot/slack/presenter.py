@@ -42,6 +42,11 @@ class SlackPresenter:
         )
         return resp["ts"]
 
+    async def update_root(self, run: RunRecord) -> None:
+        if run.channel_id and run.thread_ts and run.requester is not None:
+            message = messages.root_message(run_info(run))
+            await self.client.chat_update(channel=run.channel_id, ts=run.thread_ts, **message)
+
     async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None:
         return await self._post(run, cards.request_card(card_info(request, run, self.agents)))
 
