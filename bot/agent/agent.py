@@ -168,6 +168,8 @@ class Agent:
             context=context,
         )
         result = RunResult(run=run)
+        if state is not None:  # the run exists (and can be recovered) before the first model call
+            await state.save(result)
         return await Driver(self, result, state, require_approval, on_event).drive()
 
     async def _load(

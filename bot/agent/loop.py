@@ -177,7 +177,8 @@ class Driver:
         run.usage.add(response.usage)
         message = response.message.model_copy(update={"role": "assistant"})
         if message.tool_calls:
-            message = message.model_copy(update={"tool_calls": self._unique_ids(message.tool_calls)})
+            calls = self._unique_ids(message.tool_calls)
+            message = message.model_copy(update={"tool_calls": calls})
         run.messages.append(message)
         await self.emit("model_response", detail=message.content)
         turn = await self._classify(message.tool_calls) if message.tool_calls else None

@@ -29,8 +29,11 @@ def register_script(name: str, fn: ScriptFn | None = None) -> Any:
     return wrap(fn) if fn is not None else wrap
 
 
-def call(name: str, **arguments: Any) -> ToolCall:
-    """A tool call for a script to return; its id is assigned when the reply is made."""
+def call(name: str, /, **arguments: Any) -> ToolCall:
+    """A tool call for a script to return; its id is assigned when the reply is made.
+
+    `name` is positional-only, so a tool may itself have a `name` argument.
+    """
     return ToolCall(id="", name=name, arguments=arguments)
 
 
