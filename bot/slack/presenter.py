@@ -72,7 +72,7 @@ class SlackPresenter:
     async def notify(self, user_id: str, channel_id: str, text: str, thread_ts: str | None) -> None:
         try:
             await self.client.chat_postEphemeral(
-                channel=channel_id, user=user_id, thread_ts=thread_ts, **messages.ephemeral(text)
+                channel=channel_id, user=user_id, thread_ts=thread_ts, text=text
             )
         except SlackApiError as exc:
             log.warning(

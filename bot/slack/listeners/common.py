@@ -9,7 +9,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import Actor
-from bot.slack.blocks import messages
 
 log = logging.getLogger("sayso.slack")
 
@@ -36,13 +35,15 @@ async def tell(
     channel: str | None,
     thread_ts: str | None = None,
 ) -> None:
-    """An ephemeral message to one person (a DM from the bot when there is no channel)."""
+    """An ephemeral message to one person (a DM from the bot when there is no channel).
+
+    `text` is our own mrkdwn (mentions allowed), never a person's input."""
     try:
         if channel:
             await client.chat_postEphemeral(
-                channel=channel, user=user_id, thread_ts=thread_ts, **messages.ephemeral(text)
+                channel=channel, user=user_id, thread_ts=thread_ts, text=text
             )
         else:
-            await client.chat_postMessage(channel=user_id, **messages.ephemeral(text))
+            await client.chat_postMessage(channel=user_id, text=text)
     except SlackApiError as exc:
         log.warning("event=tell_failed user=%s error=%s", user_id, exc.response.get("error"))

@@ -67,8 +67,10 @@ def register(app: AsyncApp, service: Service) -> None:
             return
         run = await service.store.get_run(request.run_id)
         tool = service.agents.tool(run.agent_id, request.tool_name) if run else None
-        parameters = tool.parameters if tool else {"properties": {}}
-        arguments, errors = modals.parse_edit(view["state"]["values"], parameters)
+        parameters = tool.parameters if tool else None
+        arguments, errors = modals.parse_edit(
+            view["state"]["values"], parameters, original=dict(request.arguments or {})
+        )
         if errors:
             await ack(response_action="errors", errors=errors)
             return
