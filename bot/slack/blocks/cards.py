@@ -24,7 +24,8 @@ PENDING_TITLE = {
     "review": (":eyes:", "Review needed"),
 }
 INTERRUPTED = (
-    ":warning: *The process stopped while this tool was running.* It may have partly run. "
+    ":warning: *Interrupted: the process stopped while this tool was running.* It may have "
+    "partly run. "
     "Check its effects before you decide: approving runs it again."
 )
 DONE_TITLE = {

@@ -1,0 +1,79 @@
+"""A replica dies holding a run: another process continues it; started calls are not re-run."""
+
+from __future__ import annotations
+
+import asyncio
+from tests.e2e.conftest import Harness, has_button, message_text
+from tests.e2e.test_decisions import wait_answer
+
+
+async def crash(h: Harness) -> None:
+    """Stop the bot the way a killed process stops: no lease release, no goodbye."""
+    assert h.bot is not None
+    bot = h.bot
+    h.bot = None
+    for task in list(bot.service.runner._tasks):
+        task.cancel()
+    await asyncio.gather(*bot.service.runner._tasks, return_exceptions=True)
+    if bot.service._sweeper:
+        bot.service._sweeper.cancel()
+    if h._runner is not None:
+        await h._runner.cleanup()
+        h._runner = None
+    await bot.store.close()
+
+
+async def test_run_held_by_a_dead_replica_is_recovered_by_another(harness: Harness) -> None:
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_lease_seconds": 1}
+    await h.start_bot()
+    h.model.reply(tool_calls=[("deploy", {"environment": "staging", "version": "v2"})])
+    h.model.reply(text="Deployed after recovery.")
+    release = asyncio.Event()
+    original = h.effects.deploys
+
+    class Hanging(list):
+        def append(self, item: object) -> None:  # the tool body hangs after its side effect
+            super().append(item)
+            h.hung = True
+
+    h.effects.deploys = Hanging()
+    h.hung = False
+    await h.sandbox.slash_command("U_REQUESTER", "ops deploy v2 to staging")
+    await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1)
+    card = h.cards()[0]
+    bot_a = h.bot
+    assert bot_a is not None
+    # make the body block forever after it recorded its side effect
+    tool = bot_a.service.agents.tool("ops", "deploy")
+    body = tool.fn
+
+    async def hanging_body(**kw: object) -> dict:
+        result = await body(**kw)
+        await release.wait()
+        return result
+
+    tool.fn = hanging_body
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
+    await h.sandbox.wait_for(lambda sb: len(h.effects.deploys) == 1)
+    await crash(h)  # replica A dies inside the tool body
+    tool.fn = body
+    await h.start_bot()  # replica B, same database
+    # B's sweeper finds the lapsed lease, recovers, and shows the interrupted call
+    await h.sandbox.wait_for(
+        lambda sb: any("interrupted" in message_text(m).lower() for m in h.cards()), timeout=15
+    )
+    interrupted = next(m for m in h.cards() if "interrupted" in message_text(m).lower())
+    assert has_button(interrupted, "approve")
+    assert len(h.effects.deploys) == 1  # not re-run on its own
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", interrupted["ts"], "approve")
+    await wait_answer(h, "Deployed after recovery.")
+    assert len(h.effects.deploys) == 2  # a person chose to run it again
+    keys = {d["key"] for d in h.effects.deploys}
+    assert len(keys) == 1  # same idempotency key: downstream can dedupe
+    run = (await h.bot.store.list_runs())[0]
+    assert run.status == "completed"
+    trail = await h.bot.store.audit_trail(run.id)
+    assert sum(1 for e in trail if e.action == "decide" and e.outcome == "won") == 2
+    h.effects.deploys = original
