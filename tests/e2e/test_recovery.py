@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+
 from tests.e2e.conftest import Harness, has_button, message_text
 from tests.e2e.test_decisions import wait_answer
 
