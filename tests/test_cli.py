@@ -1,0 +1,112 @@
+"""The `sayso` command: clear start-up errors, db upgrade, runs list/show."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.agent import Agent, tool
+from bot.agent.models import ScriptedModel, call
+from store import RequestPolicy, Store
+
+
+def sayso(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SAYSO_"))}
+    clean.pop("DATABASE_URL", None)
+    clean.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        cwd=cwd,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({}, "SLACK_BOT_TOKEN is not set"),
+        ({"SLACK_BOT_TOKEN": "xoxb-1"}, "SLACK_SIGNING_SECRET is not set"),
+        ({"SLACK_BOT_TOKEN": "nope", "SLACK_SIGNING_SECRET": "s"}, "SLACK_BOT_TOKEN is malformed"),
+        ({"SAYSO_APPROVAL_TTL": "soon"}, "SAYSO_APPROVAL_TTL is malformed"),
+        ({"SAYSO_APPROVERS": "bob"}, "SAYSO_APPROVERS is malformed"),
+        (
+            {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s", "SAYSO_AGENTS": "nowhere:x"},
+            "SAYSO_AGENTS",
+        ),
+    ],
+)
+def test_bad_settings_stop_the_bot_with_one_clear_line(
+    tmp_path: Path, env: dict, needle: str
+) -> None:
+    result = sayso("run", "--mode", "http", "--port", "0", cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_secrets_never_reach_the_error_line(tmp_path: Path) -> None:
+    result = sayso(
+        "run",
+        "--mode",
+        "socket",
+        cwd=tmp_path,
+        env={"SLACK_BOT_TOKEN": "xoxb-very-secret-token", "SLACK_APP_TOKEN": "bad-app-secret"},
+    )
+    assert result.returncode == 2
+    assert "very-secret" not in result.stderr and "bad-app-secret" not in result.stderr
+
+
+@tool(require_approval=True)
+def deploy(env: str) -> dict:
+    """Deploy."""
+    return {"ok": env}
+
+
+async def test_db_upgrade_and_runs_list_show(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ops.db'}"
+    for _ in range(2):
+        result = sayso("db", "upgrade", cwd=tmp_path, env={"DATABASE_URL": url})
+        assert result.returncode == 0, result.stderr
+    store = Store(url)
+    await store.upgrade()
+    lease = await store.create_run(
+        run_id="run1",
+        agent_id="ops",
+        requester="U1",
+        team_id="T1",
+        channel_id="C1",
+        thread_ts="1.1",
+        request_text="deploy to staging",
+    )
+    from datetime import UTC, datetime, timedelta
+
+    def policy(result, pending):  # type: ignore[no-untyped-def]
+        return RequestPolicy(approvers=["U2"], expires_at=datetime.now(UTC) + timedelta(hours=1))
+
+    agent = Agent(id="ops", model=ScriptedModel([call("deploy", env="staging")]), tools=[deploy])
+    await agent.run("deploy to staging", state=store.accessor(lease, policy), run_id="run1")
+    request = (await store.current_requests("run1"))[0]
+    await store.decide(request.id, actor="U3", status="rejected", reason="not now")
+    await store.close()
+
+    listing = sayso("runs", "list", cwd=tmp_path, env={"DATABASE_URL": url})
+    assert listing.returncode == 0 and "run1" in listing.stdout
+    assert "waiting_for_human" in listing.stdout
+    waiting = sayso(
+        "runs", "list", "--status", "completed", cwd=tmp_path, env={"DATABASE_URL": url}
+    )
+    assert "run1" not in waiting.stdout
+    shown = sayso("runs", "show", "run1", cwd=tmp_path, env={"DATABASE_URL": url})
+    assert shown.returncode == 0
+    assert "deploy" in shown.stdout and "rejected" in shown.stdout and "U3" in shown.stdout
+    assert "not now" in shown.stdout and "audit trail" in shown.stdout
+    missing = sayso("runs", "show", "nope", cwd=tmp_path, env={"DATABASE_URL": url})
+    assert missing.returncode == 1 and "Run nope not found" in missing.stdout
