@@ -9,7 +9,7 @@ from bot.agent import Agent
 from bot.service.registry import AgentRegistry
 
 MAX_REQUEST_CHARS = 4000
-_MENTION = re.compile(r"<@[UW][A-Z0-9]+(\|[^>]*)?>")
+_MENTION = re.compile(r"<@[UW][A-Z0-9_]+(\|[^>]*)?>")
 
 
 @dataclass(frozen=True)
