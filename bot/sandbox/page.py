@@ -26,6 +26,7 @@ _CLOSING = "_page_streams_closing"
 def add_routes(app: web.Application, sb: SlackSandbox) -> None:
     ui = _Ui(sb)
     app.router.add_get("/", ui.index)
+    app.router.add_get("/favicon.ico", ui.favicon)
     app.router.add_static("/static/", STATIC)
     app.router.add_get("/sandbox/state", ui.state)
     app.router.add_get("/sandbox/events", ui.events)
@@ -46,6 +47,9 @@ class _Ui:
 
     async def index(self, request: web.Request) -> web.FileResponse:
         return web.FileResponse(STATIC / "index.html")
+
+    async def favicon(self, request: web.Request) -> web.Response:
+        return web.Response(status=204)
 
     async def archive(self, request: web.Request) -> web.Response:
         raise web.HTTPFound(f"/?channel={request.match_info['channel']}")

@@ -119,16 +119,23 @@ class SlackSandbox(PersonActions):
         timeout: float = 10.0,  # noqa: ASYNC109 - the deadline is this helper's point
     ) -> Any:
         """Poll until predicate(sandbox) is truthy and return its value; on timeout raise
-        AssertionError with a dump of the channel, ephemerals, views and recent calls."""
+        AssertionError with a dump of the channel, ephemerals, views and recent calls.
+
+        A LookupError (KeyError, IndexError) in the predicate counts as "not yet"."""
         deadline = time.monotonic() + timeout
+        last_error: LookupError | None = None
         while True:
             version = self._version
-            result = predicate(self)
+            try:
+                result = predicate(self)
+            except LookupError as exc:  # e.g. messages()[-1] before the first message
+                result, last_error = None, exc
             if result:
                 return result
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"wait_for timed out after {timeout}s\n{self.dump()}")
+                note = f" (last error: {last_error!r})" if last_error else ""
+                raise AssertionError(f"wait_for timed out after {timeout}s{note}\n{self.dump()}")
             await self.wait_changed(version, min(remaining, 0.1))
 
     def dump(self) -> str:

@@ -85,6 +85,25 @@ function timeOf(ts) {
   return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
+const EMOJI = {
+  "+1": "👍", "-1": "👎", alarm_clock: "⏰", arrow_right: "➡️", arrows_counterclockwise: "🔄",
+  bell: "🔔", bulb: "💡", calendar: "📅", clipboard: "📋", clock3: "🕒", construction: "🚧",
+  email: "📧", envelope: "✉️", eyes: "👀", fire: "🔥", gear: "⚙️", hammer_and_wrench: "🛠️",
+  heavy_check_mark: "✔️", hourglass: "⌛", hourglass_flowing_sand: "⏳", information_source: "ℹ️",
+  large_green_circle: "🟢", lock: "🔒", mag: "🔍", memo: "📝", no_entry: "⛔", no_entry_sign: "🚫",
+  octagonal_sign: "🛑", package: "📦", pencil2: "✏️", question: "❓", raising_hand: "🙋",
+  red_circle: "🔴", repeat: "🔁", robot_face: "🤖", rocket: "🚀", sparkles: "✨", speech_balloon: "💬",
+  stopwatch: "⏱️", tada: "🎉", thumbsup: "👍", thumbsdown: "👎", ticket: "🎫", warning: "⚠️",
+  wave: "👋", white_check_mark: "✅", x: "❌", zzz: "💤", broom: "🧹", link: "🔗", key: "🔑",
+  shield: "🛡️", busts_in_silhouette: "👥", bust_in_silhouette: "👤", inbox_tray: "📥",
+  outbox_tray: "📤", leftwards_arrow_with_hook: "↩️", heavy_plus_sign: "➕", pause_button: "⏸️",
+  arrow_forward: "▶️", stop_button: "⏹️", skull: "💀", boom: "💥", ok: "🆗", new: "🆕",
+};
+
+function emoji(html) {
+  return html.replace(/:([a-z0-9_+-]+):/g, (m, name) => EMOJI[name] || m);
+}
+
 // ---------------------------------------------------------------------------------------
 // mrkdwn -> HTML: *bold* _italic_ ~strike~ `code` ```blocks``` > quotes, <@U..> <#C..|n>
 // <!subteam^S..|@h> <!here> <url|text> <url>, and Slack's &lt; &gt; &amp; escapes.
@@ -100,6 +119,7 @@ function entity(inner) {
     const name = label || "@" + groupHandle(target.slice(9));
     return `<span class="mention">${esc(name)}</span>`;
   }
+  if (target.startsWith("!date^")) return esc(label || target.split("^")[1]);
   if (target.startsWith("!")) return `<span class="mention">@${esc(label || target.slice(1))}</span>`;
   const href = unescapeSlack(target);
   const safe = /^(https?:|mailto:)/i.test(href) ? href : "#";
@@ -119,7 +139,7 @@ function mrkdwn(text) {
   s = s.replace(/(^|[\s(>\u0000])_([^_\n]+)_(?=$|[\s).,!?:;\u0000<])/gm, "$1<i>$2</i>");
   s = s.replace(/(^|[\s(>\u0000])~([^~\n]+)~(?=$|[\s).,!?:;\u0000<])/gm, "$1<s>$2</s>");
   s = s.replace(/^&gt; ?(.*)$/gm, "<blockquote>$1</blockquote>");
-  s = s.replace(/\n/g, "<br>").replace(/<\/blockquote><br>/g, "</blockquote>");
+  s = emoji(s).replace(/\n/g, "<br>").replace(/<\/blockquote><br>/g, "</blockquote>");
   return s.replace(/\u0000(\d+)\u0000/g, (_, i) => held[Number(i)]);
 }
 
@@ -127,7 +147,8 @@ function textHtml(obj) {
   if (!obj) return "";
   if (typeof obj === "string") return mrkdwn(obj);
   if (obj.type === "mrkdwn") return mrkdwn(obj.text);
-  return esc(obj.text).replace(/\n/g, "<br>");
+  const html = esc(obj.text).replace(/\n/g, "<br>");
+  return obj.emoji === false ? html : emoji(html);
 }
 
 function plain(obj) {
@@ -146,7 +167,7 @@ function renderBlock(block, ctx) {
   const wrap = (cls, ...kids) => el("div", { class: `block ${cls}`, dataBlockId: block.block_id }, ...kids);
   switch (block.type) {
     case "header":
-      return wrap("bk-header", plain(block.text));
+      return wrap("bk-header", el("span", { html: textHtml(block.text) }));
     case "section": {
       const main = el("div", { class: "bk-section-main" });
       if (block.text) main.append(el("div", { class: "msg-text", html: textHtml(block.text) }));
@@ -338,7 +359,7 @@ function renderMessage(msg, channel, { ephemeral = false, inThread = false } = {
       ? el("div", { class: "blocks" }, renderBlocks(msg.blocks, ctx))
       : el("div", { class: "msg-text", "data-testid": "message-text", html: mrkdwn(msg.text) }),
     msg.reactions ? el("div", { class: "reactions" },
-      msg.reactions.map((r) => el("span", { class: "reaction" }, `:${r.name}: ${r.count}`))) : null,
+      msg.reactions.map((r) => el("span", { class: "reaction", html: `${emoji(esc(`:${r.name}:`))} ${r.count}` }))) : null,
     !inThread && msg.reply_count
       ? el("button", { class: "replies", "data-testid": "replies", dataTs: msg.ts, type: "button",
         onclick: () => openThread(msg.ts) }, `${msg.reply_count} ${msg.reply_count === 1 ? "reply" : "replies"}`)
@@ -591,7 +612,8 @@ function render() {
   $("home").hidden = !home;
   if (home) renderHome();
   renderChannel();
-  renderThread();
+  if (home) $("thread-panel").hidden = true;
+  else renderThread();
   renderModal();
   $("composer").placeholder = `Message #${currentChannel().name} — or /sayso ops deploy v2 to staging`;
 }
