@@ -7,7 +7,8 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_type_hints
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
@@ -34,6 +35,13 @@ class ToolContext:
     def idempotency_key(self) -> str:
         """Stable across retries and recoveries: pass it downstream to dedupe side effects."""
         return f"{self.run_id}:{self.call_id}"
+
+
+def _is_context(annotation: Any) -> bool:
+    """`ToolContext`, or `ToolContext | None`."""
+    if annotation is ToolContext:
+        return True
+    return get_origin(annotation) in (Union, UnionType) and ToolContext in get_args(annotation)
 
 
 def _format_validation_error(tool_name: str, exc: ValidationError) -> str:
@@ -87,7 +95,7 @@ class Tool:
         fields: dict[str, Any] = {}
         for pname, param in inspect.signature(self.fn).parameters.items():
             annotation = hints.get(pname, Any)
-            if annotation is ToolContext:
+            if _is_context(annotation):
                 self._context_param = pname
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):

@@ -35,7 +35,9 @@ async def run_demo(
     from bot.slack.app import build_bot
 
     secret = secrets.token_hex(16)
-    sandbox = SlackSandbox(signing_secret=secret, bot_url="http://127.0.0.1:1/", bot_token=DEMO_TOKEN)
+    sandbox = SlackSandbox(
+        signing_secret=secret, bot_url="http://127.0.0.1:1/", bot_token=DEMO_TOKEN
+    )
     await sandbox.start(host=host, port=port)
     bot_port = _free_port()
     demo_settings = settings.model_copy(
@@ -44,7 +46,9 @@ async def run_demo(
             "slack_signing_secret": SecretStr(secret),
             "slack_app_token": None,
             "slack_api_url": sandbox.api_url,
-            "database_url": DEMO_DB if settings.database_url == DEFAULT_DB else settings.database_url,
+            "database_url": DEMO_DB
+            if settings.database_url == DEFAULT_DB
+            else settings.database_url,
             "sayso_sweep_interval": min(settings.sayso_sweep_interval, 2.0),
         }
     )

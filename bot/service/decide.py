@@ -142,8 +142,8 @@ class Decider:
         invalid = self._validate(request, tool, action, arguments, output)
         if invalid is not None:
             return invalid
-        if action == "edit" and tool is not None:
-            arguments = tool.validate(arguments or {})
+        if action == "edit" and tool is not None:  # stored as the person wrote them; the
+            tool.validate(arguments or {})  # runtime fills defaults when the call runs
         if action == "answer" and tool is not None:
             output = tool.parse_output(output)
         result = await self.store.decide(
