@@ -122,6 +122,7 @@ class ApprovalRequestRecord:
     allow_self_approval: bool
     interrupted: bool
     created_at: datetime
+    reminded_at: datetime | None = None
     approvers: tuple[str, ...] = ()
     anyone: bool = False
 

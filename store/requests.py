@@ -273,6 +273,9 @@ async def expire_due(db: Database, now: datetime | None, limit: int) -> list[App
         .where(req.c.status == "pending", req.c.expires_at <= now)
         .order_by(req.c.expires_at)
         .limit(limit)
+        # PostgreSQL: lock the rows this sweep takes and skip rows another sweep holds, so
+        # sweeps in several replicas never deadlock on each other (SQLite: writes are serial).
+        .with_for_update(skip_locked=True)
     )
     async with db.write() as conn:
         ids = list((await conn.scalars(due)).all())
@@ -319,3 +322,36 @@ async def pending_for(
         total = await conn.scalar(sa.select(sa.func.count()).select_from(req).where(*conds))
         records = await fetch(conn, page.limit(limit))
     return records, int(total or 0)
+
+
+async def due_reminders(
+    db: Database, created_before: datetime, now: datetime | None, limit: int
+) -> list[ApprovalRequestRecord]:
+    """Claim pending, unexpired requests created before `created_before` that were never
+    reminded; return only those this call claimed (safe in every replica at once)."""
+    now = now or utcnow()
+    due = (
+        sa.select(req.c.id)
+        .where(
+            req.c.status == "pending",
+            req.c.reminded_at.is_(None),
+            req.c.created_at <= created_before,
+            req.c.expires_at > now,
+        )
+        .order_by(req.c.created_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    async with db.write() as conn:
+        ids = list((await conn.scalars(due)).all())
+        if not ids:
+            return []
+        done = (
+            await conn.scalars(
+                req.update()
+                .where(req.c.id.in_(ids), req.c.status == "pending", req.c.reminded_at.is_(None))
+                .values(reminded_at=now)
+                .returning(req.c.id)
+            )
+        ).all()
+        return await fetch(conn, sa.select(req).where(req.c.id.in_(list(done))))

@@ -101,6 +101,7 @@ approval_requests = sa.Table(
     sa.Column("allow_self_approval", sa.Boolean, nullable=False),
     sa.Column("interrupted", sa.Boolean, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("reminded_at", UTCDateTime, nullable=True),
     sa.UniqueConstraint("run_id", "pause_seq", "call_id", name="uq_requests_run_pause_call"),
     sa.Index("ix_requests_run_status", "run_id", "pause_seq", "status"),
     sa.Index("ix_requests_status_expires", "status", "expires_at"),

@@ -220,6 +220,12 @@ class Store:
     async def first_delivery(self, event_id: str) -> bool:
         return await audit_ops.first_delivery(self.db, event_id)
 
+    async def due_reminders(
+        self, created_before: datetime, now: datetime | None = None, limit: int = 100
+    ) -> list[ApprovalRequestRecord]:
+        """Pending requests older than `created_before`, never reminded: claimed once each."""
+        return await request_ops.due_reminders(self.db, created_before, now, limit)
+
     async def purge(self, older_than: timedelta) -> int:
         """Delete ended runs not updated for `older_than`, with their requests and approvers,
         and Slack event ids older than that. Audit events are kept. Returns the runs deleted."""

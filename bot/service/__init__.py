@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from bot.service.commands import Command, parse
 from bot.service.decide import Action, Actor, Decider, Outcome
@@ -15,6 +15,8 @@ from bot.service.runner import Runner, ServiceSettings
 from store import ApprovalRequestRecord, RunRecord, Store
 
 log = logging.getLogger("sayso.service")
+
+PURGE_EVERY = timedelta(hours=1)
 
 
 class Service:
@@ -39,6 +41,7 @@ class Service:
             store, agents, directory, presenter, self.runner, settings, workspace_team_id
         )
         self._sweeper: asyncio.Task[None] | None = None
+        self._last_purge: datetime | None = None
 
     @property
     def workspace_team_id(self) -> str | None:
@@ -197,6 +200,16 @@ class Service:
             await self.decider._show(request)
         for run_id in await self.store.ready_runs(now):
             await self.runner.continue_run(run_id)
+        if self.settings.remind_after is not None:
+            for request in await self.store.due_reminders(now - self.settings.remind_after, now):
+                run = await self.store.get_run(request.run_id)
+                if run is not None:
+                    await self.runner.safely(self.presenter.post_reminder(run, request))
+        if self._last_purge is None or now - self._last_purge > PURGE_EVERY:
+            self._last_purge = now
+            purged = await self.store.purge(self.settings.retention)
+            if purged:
+                log.info("event=purged runs=%d older_than=%s", purged, self.settings.retention)
 
     async def _sweep_forever(self, interval: float) -> None:
         while True:

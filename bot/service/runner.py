@@ -37,6 +37,7 @@ class ServiceSettings:
     approval_ttl: timedelta = timedelta(hours=24)
     remind_after: timedelta | None = None
     lease_seconds: float = 30.0
+    retention: timedelta = timedelta(days=30)
 
 
 def render_output(output: Any) -> str:
@@ -259,7 +260,7 @@ class Runner:
             await self.store.release(lease)
             run = await self.store.get_run(lease.run_id)
             if run is not None:
-                await self._safely(self.presenter.post_failure(run, f"{type(exc).__name__}: {exc}"))
+                await self.safely(self.presenter.post_failure(run, f"{type(exc).__name__}: {exc}"))
             return
         finally:
             renewer.cancel()
@@ -278,7 +279,7 @@ class Runner:
                 run, f":warning: `{event.tool}` failed: {event.detail}"
             )
 
-    async def _safely(self, aw: Awaitable[Any]) -> None:
+    async def safely(self, aw: Awaitable[Any]) -> None:
         try:
             await aw
         except Exception:
@@ -293,15 +294,13 @@ class Runner:
         if status == "waiting_for_human" and result.run.pause is not None:
             await self.post_cards(run.id)
         elif status == "completed":
-            await self._safely(self.presenter.post_answer(run, render_output(result.output)))
+            await self.safely(self.presenter.post_answer(run, render_output(result.output)))
         elif status == "failed":
-            await self._safely(
-                self.presenter.post_failure(run, result.run.error or "unknown error")
-            )
+            await self.safely(self.presenter.post_failure(run, result.run.error or "unknown error"))
         if not result.run.context.get("follow_up"):
-            await self._safely(self.presenter.update_root(run))
+            await self.safely(self.presenter.update_root(run))
         if run.requester:
-            await self._safely(self.presenter.refresh_home(run.requester))
+            await self.safely(self.presenter.refresh_home(run.requester))
 
     async def post_cards(self, run_id: str) -> None:
         run = await self.store.get_run(run_id)

@@ -48,6 +48,7 @@ def service_settings(settings: Settings) -> ServiceSettings:
         approval_ttl=settings.sayso_approval_ttl,
         remind_after=settings.sayso_remind_after,
         lease_seconds=settings.sayso_lease_seconds,
+        retention=settings.sayso_retention,
     )
 
 

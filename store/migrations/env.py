@@ -11,8 +11,8 @@ config = context.config
 connection = config.attributes.get("connection")
 if connection is None:
     raise RuntimeError(
-        "sayso migrations run through the application: `await Store(url).upgrade()` "
-        "(or `sayso migrate`), not the alembic command line."
+        "sayso migrations run through the application (`await Store(url).upgrade()`), "
+        "not the alembic command line."
     )
 
 context.configure(

@@ -27,7 +27,7 @@ async def crash(h: Harness) -> None:
 async def test_run_held_by_a_dead_replica_is_recovered_by_another(harness: Harness) -> None:
     h = harness
     await h.stop_bot()
-    h.settings_overrides = {"sayso_lease_seconds": 1}
+    h.settings_overrides = {"sayso_lease_seconds": 2}
     await h.start_bot()
     h.model.reply(tool_calls=[("deploy", {"environment": "staging", "version": "v2"})])
     h.model.reply(text="Deployed after recovery.")

@@ -137,3 +137,17 @@ def _home_value(h: Harness, tool: str) -> str:
         if b.get("block_id", "").startswith("home_card:") and f"`{tool}`" in json.dumps(b):
             return b["block_id"].split(":", 1)[1]
     raise AssertionError(f"no {tool} card on App Home")
+
+
+async def test_reminder_mentions_the_approvers_once_before_expiry(harness: Harness) -> None:
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_remind_after": "1s"}
+    await h.start_bot()
+    h.model.reply(tool_calls=[("restart", {"service": "api"})])
+    await h.sandbox.slash_command("U_REQUESTER", "ops restart api")
+    await h.sandbox.wait_for(lambda sb: "remind" in h.thread_text().lower(), timeout=10)
+    await h.idle()
+    reminders = [m for m in h.thread() if "remind" in message_text(m).lower()]
+    assert len(reminders) == 1
+    assert "S_APPROVERS" in message_text(reminders[0])

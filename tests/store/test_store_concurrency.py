@@ -96,3 +96,14 @@ async def test_a_decision_racing_the_deadline_is_either_decided_or_expired(
         else:
             assert final.status == "expired" and final.decided_by == "system"
             assert all(o.expired and not o.won for o in decisions)
+
+
+async def test_sweeps_in_every_replica_expire_each_request_once(make_store: StoreFactory) -> None:
+    replicas = await _replicas(make_store, 8)
+    for n in range(10):
+        await paused_run(replicas[0], f"r{n}", calls=("a", "b", "c"), minutes=-1)
+    batches = await asyncio.gather(*(s.expire_due(limit=7) for s in replicas for _ in range(2)))
+    expired = [r.id for batch in batches for r in batch]
+    assert len(expired) == len(set(expired)) == 30
+    events = [e for n in range(10) for e in await replicas[0].audit_trail(f"r{n}")]
+    assert sorted(e.request_id for e in events if e.action == "expire") == sorted(expired)

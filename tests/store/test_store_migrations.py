@@ -9,9 +9,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from conftest import StoreFactory
 
-from store.migrate import VERSION_TABLE
+from store.migrate import VERSION_TABLE, upgrade
 from store.schema import metadata
 
+HEAD = "0002"
 TABLES = {"runs", "approval_requests", "request_approvers", "audit_events", "slack_events"}
 
 
@@ -30,7 +31,7 @@ async def test_upgrade_from_empty_creates_every_table(make_store: StoreFactory) 
     assert TABLES.isdisjoint(await _tables(s))
     await s.upgrade()
     assert TABLES | {VERSION_TABLE} <= await _tables(s)
-    assert await _head(s) == "0001"
+    assert await _head(s) == HEAD
     assert await s.ping()
 
 
@@ -50,7 +51,7 @@ async def test_upgrade_twice_is_harmless_and_keeps_data(make_store: StoreFactory
     again = await make_store()
     await again.upgrade()
     assert (await again.get_run("r1")) is not None
-    assert await _head(again) == "0001"
+    assert await _head(again) == HEAD
 
 
 async def test_concurrent_upgrades_on_a_fresh_database_both_succeed(
@@ -60,7 +61,7 @@ async def test_concurrent_upgrades_on_a_fresh_database_both_succeed(
     await asyncio.gather(*(r.upgrade() for r in replicas))
     for r in replicas:
         assert TABLES <= await _tables(r)
-    assert await _head(replicas[0]) == "0001"
+    assert await _head(replicas[0]) == HEAD
 
 
 async def test_migrations_match_the_tables_the_code_uses(make_store: StoreFactory) -> None:
@@ -85,3 +86,15 @@ async def test_ping_is_false_when_the_database_is_unreachable() -> None:
         assert await s.ping() is False
     finally:
         await s.close()
+
+
+async def test_upgrade_from_the_first_release_keeps_paused_runs(make_store: StoreFactory) -> None:
+    from store_helpers import paused_run
+
+    s = await make_store()
+    await upgrade(s.db, "0001")
+    assert await _head(s) == "0001"
+    await s.upgrade()
+    assert await _head(s) == HEAD
+    await paused_run(s, "run1")
+    assert [r.reminded_at for r in await s.current_requests("run1")] == [None]
