@@ -214,15 +214,26 @@ class Agent:
         r = result.run
         if retry:
             if r.status != "failed":
-                raise ValueError(f"Run {r.id} has not failed (status: {r.status}); nothing to retry")
+                raise ValueError(
+                    f"Run {r.id} has not failed (status: {r.status}); nothing to retry"
+                )
             return await Driver(self, result, state, require_approval, on_event).drive()
         if r.status != "waiting_for_human" or r.pause is None:
             raise ValueError(f"Run {r.id} is not waiting for human input (status: {r.status})")
         decisions = [
             *(ToolCallDecision.approve(d.call_id, decided_by=d.decided_by) for d in approvals),
-            *(ToolCallDecision.reject(d.call_id, d.reason, decided_by=d.decided_by) for d in rejections),
-            *(ToolCallDecision.edit(e.call_id, e.arguments, decided_by=e.decided_by) for e in edits),
-            *(ToolCallDecision.answer(o.call_id, o.output, decided_by=o.decided_by) for o in tool_outputs),
+            *(
+                ToolCallDecision.reject(d.call_id, d.reason, decided_by=d.decided_by)
+                for d in rejections
+            ),
+            *(
+                ToolCallDecision.edit(e.call_id, e.arguments, decided_by=e.decided_by)
+                for e in edits
+            ),
+            *(
+                ToolCallDecision.answer(o.call_id, o.output, decided_by=o.decided_by)
+                for o in tool_outputs
+            ),
         ]
         for e in edits:
             pending = r.pause.pending(e.call_id)

@@ -72,7 +72,9 @@ def apply_decision(tc: TurnCall, decision: ToolCallDecision, validated_args: dic
         tc.arguments = dict(tc.call.arguments) if validated_args is None else validated_args
         tc.state = "ready"
     elif decision.type == "edit":
-        tc.arguments = validated_args if validated_args is not None else dict(decision.arguments or {})
+        tc.arguments = (
+            validated_args if validated_args is not None else dict(decision.arguments or {})
+        )
         tc.state = "ready"
     elif decision.type == "reject":
         tc.content = json.dumps({"error": decision.reason or DEFAULT_REJECT_REASON})
@@ -165,7 +167,10 @@ class Driver:
                 delay = backoff + random.uniform(0, backoff / 10)
             log.warning(
                 "event=model_retry run_id=%s attempt=%d delay=%.2f error=%s",
-                self.run.id, attempt + 1, delay, error,
+                self.run.id,
+                attempt + 1,
+                delay,
+                error,
             )
             await asyncio.sleep(delay)
             attempt += 1
@@ -250,7 +255,10 @@ class Driver:
             tool = self.agent.tools.get(call.name)
             if tool is None:
                 known = ", ".join(sorted(self.agent.tools)) or "none"
-                tc.state, tc.error = "finished", f"Unknown tool {call.name!r}. Available tools: {known}"
+                tc.state, tc.error = (
+                    "finished",
+                    f"Unknown tool {call.name!r}. Available tools: {known}",
+                )
             else:
                 try:
                     tc.arguments = tool.validate(call.arguments)
@@ -275,7 +283,9 @@ class Driver:
                 tc.state, tc.kind, tc.interrupted, tc.decision = "pending", "approval", True, None
                 log.warning(
                     "event=call_interrupted run_id=%s call_id=%s tool=%s",
-                    run.id, tc.call.id, tc.call.name,
+                    run.id,
+                    tc.call.id,
+                    tc.call.name,
                 )
         for tc in turn.calls:
             if tc.state == "ready":
@@ -334,7 +344,10 @@ class Driver:
             tc.content = json.dumps({"error": f"Tool {tc.call.name} failed: {tc.error}"})
             log.warning(
                 "event=tool_failed run_id=%s call_id=%s tool=%s error=%s",
-                run.id, tc.call.id, tc.call.name, tc.error,
+                run.id,
+                tc.call.id,
+                tc.call.name,
+                tc.error,
             )
         tc.state, tc.finished_at = "finished", utcnow()
         await self.save()

@@ -58,12 +58,14 @@ class ToolCallDecision(BaseModel):
         return cls(call_id=call_id, type="edit", arguments=arguments, decided_by=decided_by)
 
     @classmethod
-    def answer(cls, call_id: str, output: Any, *, decided_by: str | None = None) -> ToolCallDecision:
+    def answer(
+        cls, call_id: str, output: Any, *, decided_by: str | None = None
+    ) -> ToolCallDecision:
         return cls(call_id=call_id, type="output", output=output, decided_by=decided_by)
 
 
 class PendingToolCall(BaseModel):
-    """A call waiting for a person: approve/edit/reject (`approval`) or an output (`manual`, `hitl`)."""
+    """A call waiting for a person: a decision (`approval`) or an output (`manual`, `hitl`)."""
 
     call: ToolCall
     kind: PendingKind

@@ -14,6 +14,7 @@ from tests.e2e.conftest import Harness
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = "/usr/bin/chromium"
+HAVE_CHROMIUM = os.path.exists(CHROMIUM)
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 ARGS = [
     "--no-sandbox",
@@ -27,7 +28,7 @@ ARGS = [
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
-    if not os.path.exists(CHROMIUM):
+    if not HAVE_CHROMIUM:
         if os.environ.get("SAYSO_REQUIRE_BROWSER") == "1":
             pytest.fail(f"SAYSO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt install chromium)")
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium to run browser tests")

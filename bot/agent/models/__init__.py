@@ -15,7 +15,9 @@ def resolve_model(spec: str | Model, settings: ProviderSettings | None = None) -
         return spec
     provider, sep, name = spec.partition(":")
     if not sep or not name:
-        raise ValueError(f"Model {spec!r} must look like provider:model (openai, anthropic, scripted)")
+        raise ValueError(
+            f"Model {spec!r} must look like provider:model (openai, anthropic, scripted)"
+        )
     if provider == "scripted":
         return ScriptedModel(name)
     settings = settings or ProviderSettings()
@@ -25,7 +27,9 @@ def resolve_model(spec: str | Model, settings: ProviderSettings | None = None) -
     if provider == "anthropic":
         key = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else None
         return AnthropicModel(name, base_url=settings.anthropic_base_url, api_key=key)
-    raise ValueError(f"Unknown model provider {provider!r} in {spec!r}: use openai, anthropic or scripted")
+    raise ValueError(
+        f"Unknown model provider {provider!r} in {spec!r}: use openai, anthropic or scripted"
+    )
 
 
 __all__ = [

@@ -21,7 +21,11 @@ def _to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
         if m.role == "system":
             continue
         if m.role == "tool":
-            block = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content or ""}
+            block = {
+                "type": "tool_result",
+                "tool_use_id": m.tool_call_id,
+                "content": m.content or "",
+            }
             if wire and wire[-1]["role"] == "user" and isinstance(wire[-1]["content"], list):
                 wire[-1]["content"].append(block)
             else:
@@ -32,7 +36,9 @@ def _to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
             if m.content:
                 content.append({"type": "text", "text": m.content})
             for c in m.tool_calls:
-                content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})
+                content.append(
+                    {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                )
             wire.append({"role": "assistant", "content": content})
             continue
         wire.append({"role": "user", "content": [{"type": "text", "text": m.content or ""}]})

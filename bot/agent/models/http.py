@@ -18,12 +18,18 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 async def post_json(
-    client: httpx.AsyncClient, url: str, payload: dict, headers: dict[str, str], timeout: float
+    client: httpx.AsyncClient,
+    url: str,
+    payload: dict,
+    headers: dict[str, str],
+    timeout: float,  # noqa: ASYNC109 - the per-request HTTP timeout handed to httpx
 ) -> dict:
     try:
         response = await client.post(url, json=payload, headers=headers, timeout=timeout)
     except httpx.TimeoutException:
-        raise ModelError(f"Model request to {url} timed out after {timeout}s", retryable=True) from None
+        raise ModelError(
+            f"Model request to {url} timed out after {timeout}s", retryable=True
+        ) from None
     except httpx.TransportError as exc:
         raise ModelError(f"Model request to {url} failed: {exc}", retryable=True) from None
     if response.status_code == 429 or response.status_code >= 500:
@@ -33,7 +39,9 @@ async def post_json(
             retry_after=_retry_after(response),
         )
     if response.status_code >= 400:
-        raise ModelError(f"Model provider answered HTTP {response.status_code}: {response.text[:500]}")
+        raise ModelError(
+            f"Model provider answered HTTP {response.status_code}: {response.text[:500]}"
+        )
     try:
         return response.json()
     except ValueError:
