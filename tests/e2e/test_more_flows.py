@@ -87,3 +87,11 @@ def _actor(user: str):  # type: ignore[no-untyped-def]
     from bot.service import Actor
 
     return Actor(user_id=user, team_id="T_SANDBOX")
+
+
+async def test_healthz_reports_the_database(harness: Harness) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as s, s.get(f"{harness.url}/healthz") as r:
+        assert r.status == 200
+        assert (await r.json())["database"] == "reachable"
