@@ -355,3 +355,23 @@ async def due_reminders(
             )
         ).all()
         return await fetch(conn, sa.select(req).where(req.c.id.in_(list(done))))
+
+
+async def runs_missing_cards(db: Database, created_before: datetime, limit: int) -> list[str]:
+    """Waiting runs with a pending request that was never shown (no Slack message) and is
+    older than `created_before`: the process that paused them died before posting the card."""
+    query = (
+        sa.select(req.c.run_id)
+        .join(runs, runs.c.id == req.c.run_id)
+        .where(
+            runs.c.status == "waiting_for_human",
+            req.c.pause_seq == runs.c.pause_seq,
+            req.c.status == "pending",
+            req.c.message_ts.is_(None),
+            req.c.created_at <= created_before,
+        )
+        .distinct()
+        .limit(limit)
+    )
+    async with db.read() as conn:
+        return list((await conn.scalars(query)).all())

@@ -220,6 +220,10 @@ class Store:
     async def first_delivery(self, event_id: str) -> bool:
         return await audit_ops.first_delivery(self.db, event_id)
 
+    async def runs_missing_cards(self, created_before: datetime, limit: int = 100) -> list[str]:
+        """Waiting runs whose pending requests were never posted (their poster died)."""
+        return await request_ops.runs_missing_cards(self.db, created_before, limit)
+
     async def due_reminders(
         self, created_before: datetime, now: datetime | None = None, limit: int = 100
     ) -> list[ApprovalRequestRecord]:

@@ -17,6 +17,7 @@ from store import ApprovalRequestRecord, RunRecord, Store
 log = logging.getLogger("sayso.service")
 
 PURGE_EVERY = timedelta(hours=1)
+CARD_GRACE = timedelta(seconds=30)  # the pausing process posts cards well within this
 
 
 class Service:
@@ -200,6 +201,8 @@ class Service:
             await self.decider._show(request)
         for run_id in await self.store.ready_runs(now):
             await self.runner.continue_run(run_id)
+        for run_id in await self.store.runs_missing_cards(now - CARD_GRACE):
+            await self.runner.repost_cards(run_id)
         if self.settings.remind_after is not None:
             for request in await self.store.due_reminders(now - self.settings.remind_after, now):
                 run = await self.store.get_run(request.run_id)

@@ -135,6 +135,8 @@ class Decider:
     ) -> Outcome:
         checked = await self.check(request_id, actor)
         if not checked.ok:
+            if checked.kind == "lost" and checked.request is not None:
+                await self._audit_lost(checked.request, actor, _STATUS_FOR[action])
             return checked
         request = checked.request
         assert request is not None
@@ -173,6 +175,20 @@ class Decider:
             await self.runner.continue_run(request.run_id)
         return Outcome(
             "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
+        )
+
+    async def _audit_lost(self, request: ApprovalRequestRecord, actor: Actor, wanted: str) -> None:
+        """A click on an already decided request is a losing attempt: audit it like one."""
+        await self.store.audit(
+            actor=actor.user_id,
+            action="decide",
+            run_id=request.run_id,
+            call_id=request.call_id,
+            request_id=request.id,
+            tool_name=request.tool_name,
+            arguments=request.arguments,
+            outcome="lost",
+            detail=f"wanted={wanted} status={request.status} decided_by={request.decided_by}",
         )
 
     def _validate(

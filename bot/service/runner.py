@@ -302,6 +302,17 @@ class Runner:
         if run.requester:
             await self.safely(self.presenter.refresh_home(run.requester))
 
+    async def repost_cards(self, run_id: str) -> None:
+        """Post cards that a dead process never posted; the lease makes one replica do it."""
+        lease = await self.store.claim_run(run_id)
+        if lease is None:
+            return
+        try:
+            log.warning("event=cards_missing run_id=%s: posting them", run_id)
+            await self.post_cards(run_id)
+        finally:
+            await self.store.release(lease)
+
     async def post_cards(self, run_id: str) -> None:
         run = await self.store.get_run(run_id)
         if run is None:

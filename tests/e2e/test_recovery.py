@@ -78,3 +78,30 @@ async def test_run_held_by_a_dead_replica_is_recovered_by_another(harness: Harne
     trail = await h.bot.store.audit_trail(run.id)
     assert sum(1 for e in trail if e.action == "decide" and e.outcome == "won") == 2
     h.effects.deploys = original
+
+
+async def test_cards_a_process_failed_to_post_are_posted_by_the_sweep(
+    harness: Harness, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    import bot.service
+
+    h = harness
+    monkeypatch.setattr(bot.service, "CARD_GRACE", __import__("datetime").timedelta(0))
+    presenter = h.bot.service.presenter
+    real = presenter.post_card
+    failures = []
+
+    async def flaky(run, request):  # type: ignore[no-untyped-def]
+        if not failures:
+            failures.append(request.id)
+            raise ConnectionError("Slack was unreachable")
+        return await real(run, request)
+
+    monkeypatch.setattr(presenter, "post_card", flaky)
+    h.model.reply(tool_calls=[("deploy", {"environment": "staging", "version": "v2"})])
+    await h.sandbox.slash_command("U_REQUESTER", "ops deploy v2 to staging")
+    await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1, timeout=10)
+    await h.idle()
+    assert failures and len(h.cards()) == 1
+    request = await h.bot.store.get_request(failures[0])
+    assert request is not None and request.message_ts == h.cards()[0]["ts"]
