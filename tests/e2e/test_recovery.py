@@ -101,7 +101,13 @@ async def test_cards_a_process_failed_to_post_are_posted_by_the_sweep(
     h.model.reply(tool_calls=[("deploy", {"environment": "staging", "version": "v2"})])
     await h.sandbox.slash_command("U_REQUESTER", "ops deploy v2 to staging")
     await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1, timeout=10)
-    await h.idle()
-    assert failures and len(h.cards()) == 1
-    request = await h.bot.store.get_request(failures[0])
+    assert failures
+    request = None
+    for _ in range(100):  # the sweep records where it posted the card
+        request = await h.bot.store.get_request(failures[0])
+        if request is not None and request.message_ts:
+            break
+        await asyncio.sleep(0.05)
     assert request is not None and request.message_ts == h.cards()[0]["ts"]
+    await h.idle()
+    assert len(h.cards()) == 1
