@@ -77,6 +77,11 @@ class Service:
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         return await self.decider.check(request_id, actor)
 
+    async def precheck(
+        self, request_id: str, actor: Actor, action: Action, **kw: object
+    ) -> Outcome:
+        return await self.decider.precheck(request_id, actor, action, **kw)  # type: ignore[arg-type]
+
     async def decide(self, request_id: str, actor: Actor, action: Action, **kw: object) -> Outcome:
         outcome = await self.decider.decide(request_id, actor, action, **kw)  # type: ignore[arg-type]
         if outcome.ok:

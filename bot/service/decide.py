@@ -123,6 +123,24 @@ class Decider:
             return Outcome("denied", verdict.reason, request)
         return Outcome("decided", "", request, agent_id=run.agent_id if run else None)
 
+    async def precheck(
+        self,
+        request_id: str,
+        actor: Actor,
+        action: Action,
+        arguments: dict[str, Any] | None = None,
+        output: Any = None,
+        reason: str | None = None,
+    ) -> Outcome:
+        """Everything `decide` checks before its write (who, still pending, valid input),
+        without writing: lets a modal answer with field errors within Slack's 3 s."""
+        checked = await self.check(request_id, actor)
+        if not checked.ok or checked.request is None:
+            return checked
+        tool = self.agents.tool(checked.agent_id or "", checked.request.tool_name)
+        invalid = self._validate(checked.request, tool, action, arguments, output)
+        return invalid if invalid is not None else checked
+
     async def decide(
         self,
         request_id: str,
@@ -133,7 +151,7 @@ class Decider:
         reason: str | None = None,
         output: Any = None,
     ) -> Outcome:
-        checked = await self.check(request_id, actor)
+        checked = await self.precheck(request_id, actor, action, arguments, output)
         if not checked.ok:
             if checked.kind == "lost" and checked.request is not None:
                 await self._audit_lost(checked.request, actor, _STATUS_FOR[action])
@@ -141,9 +159,6 @@ class Decider:
         request = checked.request
         assert request is not None
         tool = self.agents.tool(checked.agent_id or "", request.tool_name)
-        invalid = self._validate(request, tool, action, arguments, output)
-        if invalid is not None:
-            return invalid
         if action == "edit" and tool is not None:  # stored as the person wrote them; the
             tool.validate(arguments or {})  # runtime fills defaults when the call runs
         if action == "answer" and tool is not None:
