@@ -9,6 +9,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from slack_sdk.errors import SlackApiError
+
 from bot.config import ConfigError, Settings, load_settings, require
 
 log = logging.getLogger("sayso")
@@ -158,6 +160,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"sayso: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except SlackApiError as exc:
+        error = exc.response.get("error") if exc.response is not None else exc
+        print(f"sayso: Slack refused the connection ({error}): check the tokens", file=sys.stderr)
+        raise SystemExit(1) from None
+    except OSError as exc:
+        print(f"sayso: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
     except KeyboardInterrupt:
         pass
 
