@@ -317,7 +317,18 @@ async def pending_for(
             req.c.requester != user_id,
         ),
     ]
-    page = sa.select(req).where(*conds).order_by(req.c.created_at.desc(), req.c.id.desc())
+    # Newest first: walk the (status, created_at) index backwards, stop after `limit` rows.
+    # SQLite would pick the (status, expires_at) index for the range instead and sort every
+    # pending request (30 ms instead of 0.1 ms at 10,000 pending; see docs/benchmarks.md):
+    # likelihood() tells it the deadline condition is nearly always true.
+    fresh = conds[1]
+    if db.is_sqlite:
+        fresh = sa.func.likelihood(fresh, sa.literal_column("0.9"))
+    page = (
+        sa.select(req)
+        .where(conds[0], fresh, *conds[2:])
+        .order_by(req.c.created_at.desc(), req.c.id.desc())
+    )
     async with db.read() as conn:
         total = await conn.scalar(sa.select(sa.func.count()).select_from(req).where(*conds))
         records = await fetch(conn, page.limit(limit))

@@ -81,6 +81,15 @@ async def get_run(db: Database, run_id: str) -> RunRecord | None:
     return run_record(row) if row else None
 
 
+async def get_runs(db: Database, run_ids: list[str]) -> dict[str, RunRecord]:
+    """Several runs in one query, by id (missing ids are left out)."""
+    if not run_ids:
+        return {}
+    async with db.read() as conn:
+        rows = (await conn.execute(sa.select(runs).where(runs.c.id.in_(run_ids)))).all()
+    return {row.id: run_record(row) for row in rows}
+
+
 async def load_result(db: Database, run_id: str) -> RunResult | None:
     async with db.read() as conn:
         state = await conn.scalar(sa.select(runs.c.state).where(runs.c.id == run_id))

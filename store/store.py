@@ -95,6 +95,10 @@ class Store:
     async def get_run(self, run_id: str) -> RunRecord | None:
         return await run_ops.get_run(self.db, run_id)
 
+    async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
+        """Several runs in one query, keyed by id; ids that do not exist are left out."""
+        return await run_ops.get_runs(self.db, list(dict.fromkeys(run_ids)))
+
     async def load_result(self, run_id: str) -> RunResult | None:
         return await run_ops.load_result(self.db, run_id)
 
