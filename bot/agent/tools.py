@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
@@ -88,6 +89,7 @@ class Tool:
         self.confirm = confirm
         self._context_param: str | None = None
         self._args_model = self._build_args_model()
+        self._parameters: dict[str, Any] | None = None
         self._returns = self._return_annotation()
 
     def _build_args_model(self) -> type[BaseModel]:
@@ -111,12 +113,14 @@ class Tool:
 
     @property
     def parameters(self) -> dict[str, Any]:
-        """JSON Schema of the arguments, as sent to the model."""
-        schema = self._args_model.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        return schema
+        """JSON Schema of the arguments, as sent to the model (a fresh copy each time)."""
+        if self._parameters is None:  # built once: pydantic's schema generation is slow
+            schema = self._args_model.model_json_schema()
+            schema.pop("title", None)
+            for prop in schema.get("properties", {}).values():
+                prop.pop("title", None)
+            self._parameters = schema
+        return copy.deepcopy(self._parameters)
 
     @property
     def returns_object(self) -> bool:

@@ -129,11 +129,8 @@ class Service:
         requests, total = await self.store.pending_for(
             user_id, mine, include_anyone=full_member, limit=limit
         )
-        pairs = []
-        for request in requests:
-            run = await self.store.get_run(request.run_id)
-            if run is not None:
-                pairs.append((request, run))
+        runs = await self.store.get_runs([r.run_id for r in requests])
+        pairs = [(r, runs[r.run_id]) for r in requests if r.run_id in runs]
         recent = await self.store.list_runs(requester=user_id, limit=10)
         return pairs, total, recent
 
