@@ -198,10 +198,27 @@ class Runner:
 
     async def _continue(self, lease: Lease, retry: bool) -> None:
         result = await self.store.load_result(lease.run_id)
-        agent = self.agents.get(result.run.agent_id) if result else None
-        if result is None or agent is None:
+        run = await self.store.get_run(lease.run_id)
+        agent = self.agents.get(run.agent_id) if run else None
+        if run is None or agent is None:
             log.error("event=continue_skipped run_id=%s reason=unknown_run_or_agent", lease.run_id)
             await self.store.release(lease)
+            return
+        if result is None:  # died before its first save: nothing ran, start it again
+            log.warning("event=run_restarted run_id=%s reason=no_saved_state", run.id)
+            context = {
+                "requested_by": run.requester,
+                "team_id": run.team_id,
+                "channel_id": run.channel_id,
+                "follow_up": False,
+            }
+
+            async def restart(acc: Any, ev: Any) -> RunResult:
+                return await agent.run(
+                    run.request_text, context=context, state=acc, run_id=run.id, on_event=ev
+                )
+
+            await self._drive(lease, agent, restart)
             return
         status = result.run.status
         fn: Callable[[Any, Any], Awaitable[RunResult]]
