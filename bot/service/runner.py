@@ -274,14 +274,29 @@ class Runner:
             return
         except Exception as exc:
             log.exception("event=run_crashed run_id=%s", lease.run_id)
-            await self.store.release(lease)
+            error = f"{type(exc).__name__}: {exc}"
+            await self._mark_failed(accessor, lease, error)
             run = await self.store.get_run(lease.run_id)
             if run is not None:
-                await self.safely(self.presenter.post_failure(run, f"{type(exc).__name__}: {exc}"))
+                await self.safely(self.presenter.post_failure(run, error))
             return
         finally:
             renewer.cancel()
         await self.present(result)
+
+    async def _mark_failed(self, accessor: Any, lease: Lease, error: str) -> None:
+        """Save the run as failed (so sweeps stop retrying it); `retry` continues it later."""
+        try:
+            current = await self.store.load_result(lease.run_id)
+            if current is not None and current.run.status not in ("completed", "cancelled"):
+                current.run.status = "failed"
+                current.run.error = error
+                current.run.pause = None
+                await accessor.save(current)
+                return
+        except Exception:
+            log.exception("event=mark_failed_failed run_id=%s", lease.run_id)
+        await self.store.release(lease)
 
     async def _progress(self, event: RunEvent) -> None:
         if event.type not in ("tool_started", "tool_finished"):

@@ -64,6 +64,8 @@ def make_agents(base_url: str, effects: SideEffects) -> list[Agent]:
 
     def review(ctx: HumanReviewContext) -> AgentHumanReviewRequest | None:
         content = ctx.response.message.content or ""
+        if content.startswith("BOOM"):
+            raise RuntimeError("the review hook crashed")
         if content.startswith("DRAFT"):
             return AgentHumanReviewRequest("Customer reply needs sign-off", {"draft": content})
         return None

@@ -95,3 +95,22 @@ async def test_healthz_reports_the_database(harness: Harness) -> None:
     async with aiohttp.ClientSession() as s, s.get(f"{harness.url}/healthz") as r:
         assert r.status == 200
         assert (await r.json())["database"] == "reachable"
+
+
+async def test_a_crash_inside_the_agent_fails_the_run_once_and_retry_recovers(
+    harness: Harness,
+) -> None:
+    h = harness
+    h.model.reply(text="BOOM")
+    await h.sandbox.slash_command("U_REQUESTER", "ops do the thing")
+    await h.sandbox.wait_for(lambda sb: any(has_button(m, "retry") for m in h.thread()))
+    failure = next(m for m in h.thread() if has_button(m, "retry"))
+    assert "the review hook crashed" in message_text(failure)
+    run = (await h.bot.store.list_runs())[0]
+    assert run.status == "failed" and run.lease_owner is None
+    await h.bot.service.sweep_once()  # sweeps do not pick a failed run up again
+    await h.idle()
+    assert sum(1 for m in h.thread() if has_button(m, "retry")) == 1
+    h.model.reply(text="Done after retry.")
+    await h.sandbox.click("U_REQUESTER", "C_GENERAL", failure["ts"], "retry")
+    await wait_answer(h, "Done after retry.")
