@@ -27,6 +27,7 @@ class LoadResult:
     latencies: list[float] = field(default_factory=list)
     sent_at: dict[int, float] = field(default_factory=dict)  # index -> time.time() at send
     errors: int = 0
+    answered: int = 0  # 200 answers, warm-up included
     elapsed: float = 0.0
 
     @property
@@ -52,19 +53,25 @@ async def drive(
     count: int,
     concurrency: int,
     time_limit: float,
+    warmup: int = 0,
 ) -> LoadResult:
-    """Send `count` signed requests from `concurrency` workers, each waiting for its answer."""
+    """Send `count` signed requests from `concurrency` workers, each waiting for its answer.
+
+    The first `warmup` answers open the connections and are not counted in latencies."""
     result = LoadResult()
     next_index = 0
+    counted_from: float | None = None
     deadline = time.monotonic() + time_limit
     connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
 
     async def worker(session: aiohttp.ClientSession) -> None:
-        nonlocal next_index
+        nonlocal next_index, counted_from
         while next_index < count and time.monotonic() < deadline:
             i = next_index
             next_index += 1
+            if i == warmup and warmup:
+                counted_from = time.perf_counter()
             body = body_for(i)
             headers = signed_headers(body)
             result.sent_at[i] = time.time()
@@ -76,15 +83,19 @@ async def drive(
             except (aiohttp.ClientError, TimeoutError):
                 ok = False
             elapsed = time.perf_counter() - started
-            if ok:
-                result.latencies.append(elapsed)
-            else:
+            if not ok:
                 result.errors += 1
+                continue
+            result.answered += 1
+            if i >= warmup:
+                result.latencies.append(elapsed)
 
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         started = time.perf_counter()
         await asyncio.gather(*(worker(session) for _ in range(concurrency)))
         result.elapsed = time.perf_counter() - started
+        if counted_from is not None:  # requests per second over the counted requests only
+            result.elapsed = time.perf_counter() - counted_from
     return result
 
 
@@ -138,7 +149,7 @@ class Proc:
             *self.args,
             stdout=asyncio.subprocess.PIPE,
             stderr=log,
-            env={**os.environ, **self.env},
+            env={**os.environ, "PYTHONPATH": str(ROOT), **self.env},
             cwd=ROOT,
         )
         log.close()

@@ -32,7 +32,8 @@ def markdown(r: dict[str, Any]) -> str:
         "errors",
     ]
     lines += [_row(head), _row(["---"] * len(head))]
-    for c, level in r.get("ack", {}).items():
+    levels = {c: v for c, v in r.get("ack", {}).items() if c != "isolated"}
+    for c, level in levels.items():
         for kind in ("slash", "approve"):
             b, f = level[kind]["bot"], level[kind]["floor"]
             lines.append(
@@ -59,7 +60,12 @@ def markdown(r: dict[str, Any]) -> str:
         _row(["c", "click→tool p50 ms", "click→tool p99 ms", "max ms"]),
         _row(["---"] * 4),
     ]
-    for c, level in r.get("ack", {}).items():
+    iso = r.get("ack", {}).get("isolated")
+    if iso:
+        lines.append(
+            _row(["1 (one click at a time, bot idle)", iso["p50_ms"], iso["p99_ms"], iso["max_ms"]])
+        )
+    for c, level in levels.items():
         s = level["click_to_side_effect"]
         lines.append(_row([c, s["p50_ms"], s["p99_ms"], s["max_ms"]]))
     lines += [

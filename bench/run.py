@@ -14,10 +14,13 @@ import os
 import platform
 import shutil
 import sqlite3
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's bot/ and store/
 
 import scenarios
 from common import free_port
@@ -33,17 +36,21 @@ FULL = {
     "decisions": 1000,
     "paused_runs": 10_000,
     "inbox_requests": 100_000,
-    "inbox_worst_case": True,
+    "inbox_sqlite": [0.01, 0.1, 1.0],
+    "inbox_postgres": [0.01, 0.1],
+    "isolated_clicks": 50,
     "warm": 50,
     "time_limit": 120.0,
 }
 QUICK = {
-    "levels": {1: 40, 10: 100, 50: 200, 200: 400},
-    "decisions": 200,
+    "levels": {1: 30, 10: 60, 50: 150, 200: 400},
+    "decisions": 150,
     "paused_runs": 10_000,
     "inbox_requests": 100_000,
-    "inbox_worst_case": False,
-    "warm": 20,
+    "inbox_sqlite": [0.1],
+    "inbox_postgres": [],
+    "isolated_clicks": 15,
+    "warm": 10,
     "time_limit": 30.0,
 }
 
@@ -162,6 +169,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
         "platform": platform.platform(),
+        "loadavg_at_start": os.getloadavg()[0],
     }
 
 
@@ -193,19 +201,19 @@ async def main(quick: bool, skip_postgres: bool) -> dict[str, Any]:
     finally:
         await bench.stop()
     results["inbox"] = {}
-    inbox_sqlite = f"sqlite+aiosqlite:///{workdir / 'inbox.db'}"
-    results["inbox"]["sqlite"] = await scenarios.inbox(inbox_sqlite, config, 0.1)
-    if config["inbox_worst_case"]:
-        worst = f"sqlite+aiosqlite:///{workdir / 'inbox-all-pending.db'}"
-        results["inbox"]["sqlite_all_pending"] = await scenarios.inbox(worst, config, 1.0)
-    if pg_version:
+    for share in config["inbox_sqlite"]:
+        url = f"sqlite+aiosqlite:///{workdir / f'inbox-{share}.db'}"
+        results["inbox"][f"sqlite, {share:.0%} pending"] = await scenarios.inbox(url, config, share)
+    for share in config["inbox_postgres"] if pg_version else []:
         db = f"sayso_bench_inbox_{os.getpid()}"
         await pg_admin(f'CREATE DATABASE "{db}"')
         try:
-            results["inbox"]["postgres"] = await scenarios.inbox(PG_URL.format(db=db), config, 0.1)
+            result = await scenarios.inbox(PG_URL.format(db=db), config, share)
+            results["inbox"][f"postgres, {share:.0%} pending"] = result
         finally:
             await pg_admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
     results["duration_s"] = round(time.monotonic() - started, 1)
+    results["machine"]["loadavg_at_end"] = os.getloadavg()[0]
     results["logs"] = str(workdir)
     return results
 

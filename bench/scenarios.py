@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 import sqlalchemy as sa
-from common import approve_body, percentile, slash_body
+from common import approve_body, cpu_seconds, percentile, slash_body
 from data import clone_paused_runs, seed_requests
 from load import LoadResult, Proc, SideEffects, drive
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -105,12 +105,14 @@ class BotUnderTest:
         channel = f"C_BENCH{n % CHANNELS:02d}"
         return slash_body(f"ops deploy v{n} to staging", channel, self.response_url)
 
-    async def start_runs(self, count: int, concurrency: int, limit: float) -> LoadResult:
+    async def start_runs(
+        self, count: int, concurrency: int, limit: float, warmup: int = 0
+    ) -> LoadResult:
         """Slash commands, then wait until every new run shows its card."""
         before = len(await self.cards())
-        result = await drive(self.events_url, self.slash, count, concurrency, limit)
+        result = await drive(self.events_url, self.slash, count, concurrency, limit, warmup)
         self.sent += count
-        expected = before + len(result.latencies)
+        expected = before + result.answered
 
         async def shown() -> bool:
             return len(await self.cards()) >= expected
@@ -120,7 +122,7 @@ class BotUnderTest:
         return result
 
     async def approve(
-        self, cards: list[Card], concurrency: int, limit: float
+        self, cards: list[Card], concurrency: int, limit: float, warmup: int = 0
     ) -> tuple[LoadResult, list[float], float]:
         """Click Approve on each card; wait for each tool body. Returns the clicks, the
         click-to-side-effect latencies and the time the last tool body started."""
@@ -129,7 +131,7 @@ class BotUnderTest:
             c = cards[i]
             return approve_body(c.request_id, c.channel_id, c.message_ts, self.response_url)
 
-        result = await drive(self.events_url, body, len(cards), concurrency, limit)
+        result = await drive(self.events_url, body, len(cards), concurrency, limit, warmup)
         clicked = [cards[i] for i in result.sent_at]
 
         async def all_ran() -> bool:
@@ -151,6 +153,9 @@ def _ms(values: list[float]) -> dict[str, float]:
 
 
 async def ack_levels(bot: BotUnderTest, floor_url: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Per concurrency: slash commands and Approve clicks on the floor and on the bot.
+
+    Each level first sends `concurrency` uncounted requests (connections open, pools fill)."""
     out: dict[str, Any] = {}
     limit = config["time_limit"]
     # warm both apps (imports, first auth.test, connection pools)
@@ -158,16 +163,20 @@ async def ack_levels(bot: BotUnderTest, floor_url: str, config: dict[str, Any]) 
     await bot.start_runs(5, 1, limit)
     await bot.approve(await bot.cards(), 1, limit)
     await bot.idle()
+    out["isolated"] = await isolated_clicks(bot, config["isolated_clicks"], limit)
+    print(f"isolated clicks: {out['isolated']}", flush=True)
     for concurrency, count in config["levels"].items():
-        floor_slash = await drive(floor_url, bot.slash, count, concurrency, limit)
-        bot_slash = await bot.start_runs(count, concurrency, limit)
-        cards = (await bot.cards())[:count]
+        total = count + concurrency
+        floor_slash = await drive(floor_url, bot.slash, total, concurrency, limit, concurrency)
+        bot_slash = await bot.start_runs(total, concurrency, limit, concurrency)
+        cards = (await bot.cards())[:total]
 
         def fake_click(i: int) -> str:
             return approve_body(f"r{i}", "C_BENCH00", "1.000001", bot.response_url)
 
-        floor_click = await drive(floor_url, fake_click, len(cards), concurrency, limit)
-        bot_click, side, _ = await bot.approve(cards, concurrency, limit)
+        n, c = len(cards), concurrency
+        floor_click = await drive(floor_url, fake_click, n, c, limit, c)
+        bot_click, side, _ = await bot.approve(cards, concurrency, limit, concurrency)
         await bot.idle()
         level = {
             "slash": {"bot": bot_slash.summary(), "floor": floor_slash.summary()},
@@ -189,6 +198,7 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
     await bot.start_runs(count, 20, limit)
     cards = (await bot.cards())[:count]
     done_before = await bot.count_runs("completed")
+    cpu_before = cpu_seconds(bot.proc.pid)
     clicks, side, last_tool = await bot.approve(cards, 50, limit)
     first_click = min(clicks.sent_at.values())
 
@@ -198,6 +208,7 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
     await bot.wait("every approved run completed", completed, 120.0)
     finished = time.time()
     await bot.idle()
+    cpu = cpu_seconds(bot.proc.pid) - cpu_before
     out = {
         "decisions": len(cards),
         "concurrency": 50,
@@ -205,6 +216,7 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
         "completed_runs_per_s": round(len(cards) / (finished - first_click), 1),
         "ack": clicks.summary(),
         "click_to_side_effect": _ms(side),
+        "bot_cpu_ms_per_decision": round(cpu / len(cards) * 1000, 1),
     }
     print(f"decisions {bot.database_url.split(':')[0]}: {out}", flush=True)
     return out
