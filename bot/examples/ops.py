@@ -1,7 +1,8 @@
 """The bundled `ops` agent: one of each tool kind, and a review pause for customer replies.
 
 With no model key it runs on the offline `scripted:ops` model below, so `sayso demo` works on
-a fresh machine; with OPENAI_API_KEY set it uses `openai:gpt-4o-mini` (OPENAI_BASE_URL for others).
+a fresh machine; with OPENAI_API_KEY or OPENAI_BASE_URL set it uses `openai:gpt-4o-mini`
+at that endpoint (any OpenAI-compatible server).
 
 Try: "deploy v2 to staging", "restart the api", "look up ticket 42",
 "draft a reply to the refund request", "help me with something".
@@ -132,9 +133,16 @@ def ops_script(messages: list[Message], tools: list[ToolSpec]) -> ScriptReply:
     )
 
 
+def _provider_configured() -> bool:
+    """A real model when a key or a non-default OpenAI-compatible endpoint is configured."""
+    settings = ProviderSettings()
+    default_url = ProviderSettings.model_fields["openai_base_url"].default
+    return bool(settings.openai_api_key) or settings.openai_base_url != default_url
+
+
 ops = Agent(
     id="ops",
-    model="openai:gpt-4o-mini" if ProviderSettings().openai_api_key else "scripted:ops",
+    model="openai:gpt-4o-mini" if _provider_configured() else "scripted:ops",
     instructions=(
         "You are an operations assistant in Slack. Check status before deploying. "
         "Ask the user when a request is unclear."

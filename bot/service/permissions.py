@@ -38,7 +38,9 @@ async def may_decide(
     if user_id in approvers:
         return Verdict(True)
     person = await directory.person(user_id)
-    if person is None or person.deleted or person.is_bot:
+    if person is None:
+        return Verdict(False, "I could not look your account up in Slack; try again in a moment.")
+    if person.deleted or person.is_bot:
         return Verdict(False, f"Only {who} may decide this request.")
     external = bool(workspace_team_id and (team_id or person.team_id) != workspace_team_id)
     if external or person.is_guest:
