@@ -78,9 +78,10 @@ def markdown(r: dict[str, Any]) -> str:
                 "completed runs/s",
                 "click→tool p50 ms",
                 "click ack p99 ms",
+                "bot CPU ms/decision",
             ]
         ),
-        _row(["---"] * 6),
+        _row(["---"] * 7),
     ]
     for name in ("sqlite", "postgres"):
         d = r.get(f"decisions_{name}")
@@ -94,6 +95,7 @@ def markdown(r: dict[str, Any]) -> str:
                         d["completed_runs_per_s"],
                         d["click_to_side_effect"]["p50_ms"],
                         d["ack"]["p99_ms"],
+                        d["bot_cpu_ms_per_decision"],
                     ]
                 )
             )
