@@ -136,6 +136,8 @@ class Decider:
         without writing: lets a modal answer with field errors within Slack's 3 s."""
         checked = await self.check(request_id, actor)
         if not checked.ok or checked.request is None:
+            if checked.kind == "lost" and checked.request is not None:
+                await self._audit_lost(checked.request, actor, _STATUS_FOR[action])
             return checked
         tool = self.agents.tool(checked.agent_id or "", checked.request.tool_name)
         invalid = self._validate(checked.request, tool, action, arguments, output)
@@ -152,9 +154,7 @@ class Decider:
         output: Any = None,
     ) -> Outcome:
         checked = await self.precheck(request_id, actor, action, arguments, output)
-        if not checked.ok:
-            if checked.kind == "lost" and checked.request is not None:
-                await self._audit_lost(checked.request, actor, _STATUS_FOR[action])
+        if not checked.ok:  # a losing attempt is audited by precheck
             return checked
         request = checked.request
         assert request is not None

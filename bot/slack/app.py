@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -89,7 +92,9 @@ class Bot:
         webapp = web.Application(client_max_size=MAX_BODY_BYTES)
 
         async def events(request: web.Request) -> web.Response:
-            bolt_request = await to_bolt_request(request)
+            bolt_request = await _bolt_request(request)
+            if bolt_request is None:
+                return web.Response(status=400, text="Malformed Slack request.")
             bolt_response = await self.app.async_dispatch(bolt_request)
             return await to_aiohttp_response(bolt_response)
 
@@ -103,6 +108,60 @@ class Bot:
         webapp.router.add_post("/slack/events", events)
         webapp.router.add_get("/healthz", healthz)
         return webapp
+
+
+async def _bolt_request(request: web.Request) -> AsyncBoltRequest | None:
+    """The request for Bolt, or None when Slack would never send it (a timestamp that is not
+    a number, a body that is not a JSON object): Bolt would raise on those and answer 500."""
+    body = await request.text()  # bodies over MAX_BODY_BYTES get 413 here
+    try:
+        int(request.headers.get("X-Slack-Request-Timestamp", "0"))
+        bolt_request = AsyncBoltRequest(
+            body=body,
+            query=request.query_string,
+            headers=request.headers,  # type: ignore[arg-type]
+        )
+    except (ValueError, TypeError, AttributeError, LookupError):
+        bolt_request = None
+    if bolt_request is None or not _slack_shaped(bolt_request.body):
+        log.info("event=malformed_request bytes=%d", len(body))
+        return None
+    return bolt_request
+
+
+_OBJECT_FIELDS = ("user", "view", "container", "message", "event", "state")
+
+
+def _slack_shaped(body: Any) -> bool:
+    """Slack's top-level fields have fixed JSON types, which Bolt relies on (it raises
+    otherwise): an object, a string `type`, objects where Slack sends objects."""
+    if not isinstance(body, dict) or not isinstance(body.get("type", ""), str):
+        return False
+    if any(k in body and not isinstance(body[k], dict) for k in _OBJECT_FIELDS):
+        return False
+    if any(body.get(k) is not None and not isinstance(body[k], dict) for k in ("team", "channel")):
+        return False
+    actions = body.get("actions", [])
+    return isinstance(actions, list) and all(isinstance(a, dict) for a in actions)
+
+
+def drop_replays(store: Store) -> Callable[..., Awaitable[BoltResponse | None]]:
+    """Bolt middleware (after the signature check): a signature seen before is a replay of a
+    request already handled, so it is refused (a Slack retry of it is simply acked)."""
+
+    async def middleware(
+        req: AsyncBoltRequest, next: Callable[[], Awaitable[BoltResponse | None]]
+    ) -> BoltResponse | None:
+        signature = (req.headers.get("x-slack-signature") or [""])[0]
+        if req.mode == "socket_mode" or not signature:
+            return await next()
+        if await store.first_delivery(f"sig:{signature}"):
+            return await next()
+        retry = bool(req.headers.get("x-slack-retry-num"))
+        log.warning("event=replayed_request retry=%s", retry)
+        return BoltResponse(status=200 if retry else 409, body="" if retry else "Replayed request.")
+
+    return middleware
 
 
 def _any_approvers(agents: AgentRegistry) -> bool:
@@ -135,6 +194,7 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         logger=logging.getLogger("sayso.bolt"),
     )
     register(app, service)
+    app.middleware(drop_replays(store))
 
     @app.error
     async def on_error(error: Exception, body: dict[str, Any]) -> None:

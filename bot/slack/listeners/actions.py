@@ -25,6 +25,24 @@ MODALS: dict[str, Callable[[CardInfo], dict[str, Any]]] = {
 }
 
 
+FOREIGN = (
+    "This button does not belong to the card it was clicked on, so nothing was done. "
+    "Use the buttons on the request's own card."
+)
+
+
+def foreign(body: dict[str, Any], request: Any) -> bool:
+    """A click on one card naming another card's request (Slack never sends that: the value
+    is ours). Clicks from App Home (a view) may name any request."""
+    container = body.get("container") or {}
+    if request is None or request.message_ts is None or container.get("type") != "message":
+        return False
+    return (container.get("message_ts"), container.get("channel_id")) != (
+        request.message_ts,
+        request.channel_id,
+    )
+
+
 def register(app: AsyncApp, service: Service) -> None:
     async def reply(client: AsyncWebClient, body: dict[str, Any], text: str, request: Any) -> None:
         channel, thread = where(body)
@@ -39,7 +57,11 @@ def register(app: AsyncApp, service: Service) -> None:
         ack: Any, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient
     ) -> None:
         await ack()
-        outcome = await service.decide(action.get("value", ""), actor_from(body), "approve")
+        request_id = action.get("value", "")
+        if foreign(body, await service.store.get_request(request_id)):
+            await reply(client, body, FOREIGN, None)
+            return
+        outcome = await service.decide(request_id, actor_from(body), "approve")
         if not outcome.ok:
             await reply(client, body, outcome.message, outcome.request)
 
@@ -49,6 +71,9 @@ def register(app: AsyncApp, service: Service) -> None:
         await ack()
         name = action["action_id"]
         outcome = await service.check(action.get("value", ""), actor_from(body))
+        if foreign(body, outcome.request):
+            await reply(client, body, FOREIGN, None)
+            return
         if not outcome.ok or outcome.request is None:
             await reply(client, body, outcome.message, outcome.request)
             return
@@ -70,6 +95,9 @@ def register(app: AsyncApp, service: Service) -> None:
         run = await service.store.get_run(request.run_id) if request else None
         if request is None or run is None:
             await reply(client, body, "This request no longer exists.", None)
+            return
+        if foreign(body, request):
+            await reply(client, body, FOREIGN, None)
             return
         card = card_info(request, run, service.agents)
         await client.views_open(trigger_id=body["trigger_id"], view=modals.view_args_modal(card))

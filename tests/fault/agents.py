@@ -1,0 +1,71 @@
+"""Agents for the fault suite: every tool body records its side effect durably in a file.
+
+The file is shared by all processes of a test (one line per execution, appended with O_APPEND
+and fsync), so the test can count executions across replicas, including killed ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from bot.agent import Agent, ToolContext, tool
+from bot.agent.models import ModelSettings, OpenAIChatModel
+
+
+def record(path: str | Path, entry: dict[str, Any]) -> None:
+    """Append one JSON line and fsync it: the line survives a SIGKILL right after."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(entry) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def executions(path: str | Path) -> list[dict[str, Any]]:
+    """Every execution recorded so far (empty when nothing ran)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+
+
+def make_agents(model_url: str, effects_path: str | Path, hang: float = 0.0) -> list[Agent]:
+    """The `ops` agent with one approval tool, `deploy`; its body sleeps `hang` s after
+    recording its side effect (so a test can kill the process inside the body)."""
+
+    @tool(require_approval=True)
+    async def deploy(
+        environment: Literal["staging", "production"],
+        version: str,
+        ctx: ToolContext | None = None,
+    ) -> dict:
+        """Deploy a version to an environment."""
+        record(
+            effects_path,
+            {
+                "tool": "deploy",
+                "version": version,
+                "key": ctx.idempotency_key if ctx else None,
+                "pid": os.getpid(),
+            },
+        )
+        if hang:
+            await asyncio.sleep(hang)
+        return {"status": "deployed", "environment": environment, "version": version}
+
+    model = OpenAIChatModel("fake", base_url=model_url, api_key="test-key")
+    settings = ModelSettings(timeout=10, max_retries=1, backoff_base=0.01, backoff_max=0.05)
+    return [
+        Agent(
+            id="ops",
+            model=model,
+            instructions="You run operations.",
+            tools=[deploy],
+            model_settings=settings,
+        )
+    ]

@@ -1,0 +1,75 @@
+"""One sayso replica for the fault suite: the real bot (build_bot) serving HTTP on a port.
+
+    python -m tests.fault.replica --port 4001 --effects /tmp/effects.jsonl \
+        [--model-url URL] [--hang SECONDS] [--die-after-decision]
+
+Slack, database, lease and sweep settings come from the environment as for `sayso run`
+(SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, DATABASE_URL, SAYSO_LEASE_SECONDS,
+SAYSO_SWEEP_INTERVAL, SAYSO_REPLICA_ID). The agents come from tests.fault.agents.
+
+`--die-after-decision` is fault injection: this process SIGKILLs itself the moment a
+recorded decision makes the run ready, before it claims and continues the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+
+from aiohttp import web
+
+from bot.cli import setup_logging, wait_for_stop
+from bot.config import Settings
+from bot.service.registry import AgentRegistry
+from bot.service.runner import Runner
+from bot.slack.app import build_bot
+from tests.fault.agents import make_agents
+
+log = logging.getLogger("sayso.fault")
+
+
+def die_after_decision() -> None:
+    async def dying(self: Runner, run_id: str, *, retry: bool = False) -> bool:
+        log.warning("event=fault_injected run_id=%s: SIGKILL before the continuation", run_id)
+        logging.shutdown()
+        os.kill(os.getpid(), signal.SIGKILL)
+        return False  # pragma: no cover
+
+    Runner.continue_run = dying  # type: ignore[method-assign]
+
+
+async def serve(args: argparse.Namespace) -> None:
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    setup_logging(settings.sayso_log_level)
+    agents = AgentRegistry(make_agents(args.model_url, args.effects, args.hang))
+    bot = build_bot(settings, agents)
+    await bot.start()
+    runner = web.AppRunner(bot.web_app(), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", args.port).start()
+    log.info("event=replica_ready replica=%s port=%d", settings.sayso_replica_id, args.port)
+    try:
+        await wait_for_stop()
+    finally:
+        await runner.cleanup()
+        await bot.stop()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m tests.fault.replica")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--effects", required=True)
+    p.add_argument("--model-url", required=True)
+    p.add_argument("--hang", type=float, default=0.0)
+    p.add_argument("--die-after-decision", action="store_true")
+    args = p.parse_args()
+    if args.die_after_decision:
+        die_after_decision()
+    asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    main()
