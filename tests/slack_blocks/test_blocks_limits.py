@@ -24,7 +24,11 @@ SETTINGS = settings(
 text = st.text(alphabet=st.sampled_from('ab <>&`*_\n"\\é😀'), max_size=12_000)
 names = st.text(alphabet=st.sampled_from("abc_xyz:<&"), min_size=1, max_size=400)
 values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text,  # JSON has no inf
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(names, inner, max_size=5),
     max_leaves=20,
 )
