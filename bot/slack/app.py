@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -145,7 +146,32 @@ def _slack_shaped(body: Any) -> bool:
     return isinstance(actions, list) and all(isinstance(a, dict) for a in actions)
 
 
-def drop_replays(store: Store) -> Callable[..., Awaitable[BoltResponse | None]]:
+class ReplayGuard:
+    """Signatures seen in Slack's 5-minute window, in memory: answering Slack must not wait
+    for the database. Replays that reach another replica are harmless: decisions are
+    conditional writes, events are deduplicated by event_id, and slash commands by signature
+    in the store once acked (see listeners/commands.py)."""
+
+    def __init__(self, window: float = 300.0, limit: int = 100_000) -> None:
+        self.window = window
+        self.limit = limit
+        self._seen: dict[str, float] = {}
+
+    def first(self, signature: str) -> bool:
+        now = time.monotonic()
+        if len(self._seen) >= self.limit:
+            cutoff = now - self.window
+            self._seen = {s: t for s, t in self._seen.items() if t > cutoff}
+            while len(self._seen) >= self.limit:  # still full: forget the oldest
+                self._seen.pop(next(iter(self._seen)))
+        seen = self._seen.get(signature)
+        if seen is not None and now - seen < self.window:
+            return False
+        self._seen[signature] = now
+        return True
+
+
+def drop_replays(guard: ReplayGuard) -> Callable[..., Awaitable[BoltResponse | None]]:
     """Bolt middleware (after the signature check): a signature seen before is a replay of a
     request already handled, so it is refused (a Slack retry of it is simply acked)."""
 
@@ -153,9 +179,7 @@ def drop_replays(store: Store) -> Callable[..., Awaitable[BoltResponse | None]]:
         req: AsyncBoltRequest, next: Callable[[], Awaitable[BoltResponse | None]]
     ) -> BoltResponse | None:
         signature = (req.headers.get("x-slack-signature") or [""])[0]
-        if req.mode == "socket_mode" or not signature:
-            return await next()
-        if await store.first_delivery(f"sig:{signature}"):
+        if req.mode == "socket_mode" or not signature or guard.first(signature):
             return await next()
         retry = bool(req.headers.get("x-slack-retry-num"))
         log.warning("event=replayed_request retry=%s", retry)
@@ -194,7 +218,7 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         logger=logging.getLogger("sayso.bolt"),
     )
     register(app, service)
-    app.middleware(drop_replays(store))
+    app.middleware(drop_replays(ReplayGuard()))
 
     @app.error
     async def on_error(error: Exception, body: dict[str, Any]) -> None:

@@ -248,3 +248,59 @@ async def test_sweeper_expires_due_requests_and_the_run_continues(harness: Harne
     updated = h.sandbox.message("C_GENERAL", card["ts"])
     assert not has_button(updated, "approve")
     assert "expired" in message_text(updated).lower()
+
+
+async def test_a_replayed_slash_command_starts_one_run_even_on_another_replica(
+    harness: Harness,
+) -> None:
+    import time
+    from urllib.parse import urlencode
+
+    import aiohttp
+
+    from bot.sandbox import sign
+    from tests.e2e.conftest import SECRET
+
+    h = harness
+    h.model.reply(text="Staging is healthy.")
+    body = urlencode(
+        {
+            "command": "/sayso",
+            "text": "ops how is staging",
+            "user_id": "U_REQUESTER",
+            "channel_id": "C_GENERAL",
+            "team_id": "T_SANDBOX",
+            "trigger_id": "1.2.3",
+            "response_url": f"{h.sandbox.url}/response/none",
+        }
+    )
+    ts = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": sign(SECRET, ts, body),
+    }
+    async with aiohttp.ClientSession() as s:
+        async with s.post(f"{h.url}/slack/events", data=body, headers=headers) as r:
+            assert r.status == 200
+        await wait_answer(h, "Staging is healthy.")
+        async with s.post(f"{h.url}/slack/events", data=body, headers=headers) as r:
+            assert r.status == 409  # same replica: refused before anything else
+        await h.stop_bot()
+        await h.start_bot()  # another replica: no memory of it, the store remembers
+        async with s.post(f"{h.url}/slack/events", data=body, headers=headers) as r:
+            assert r.status == 200
+    await h.idle()
+    assert len(await h.bot.store.list_runs()) == 1
+    assert len(h.sandbox.messages("C_GENERAL")) == 1
+
+
+def test_replay_guard_forgets_after_the_window() -> None:
+    from bot.slack.app import ReplayGuard
+
+    guard = ReplayGuard(window=300, limit=3)
+    assert guard.first("a") and not guard.first("a")
+    assert guard.first("b") and guard.first("c") and guard.first("d")  # full: oldest dropped
+    assert len(guard._seen) <= 3
+    guard = ReplayGuard(window=0)
+    assert guard.first("a") and guard.first("a")

@@ -19,7 +19,7 @@ NOT_IN_CHANNEL = "I can't post in this channel yet. Invite me with `/invite @say
 
 def register(app: AsyncApp, service: Service) -> None:
     @app.command("/sayso")
-    async def on_sayso(ack: Any, command: dict[str, Any], respond: Any) -> None:
+    async def on_sayso(ack: Any, command: dict[str, Any], respond: Any, request: Any) -> None:
         parsed = service.parse(command.get("text", ""))
         if parsed.kind == "help":
             await ack(**messages.help_message(agent_infos(service.agents)))
@@ -28,6 +28,10 @@ def register(app: AsyncApp, service: Service) -> None:
             await ack(text=parsed.message)
             return
         await ack()
+        signature = (request.headers.get("x-slack-signature") or [""])[0]
+        if signature and not await service.store.first_delivery(f"sig:{signature}"):
+            log.warning("event=replayed_command: another replica already started this run")
+            return
         try:
             await service.start(
                 parsed,
