@@ -18,6 +18,7 @@ from bot.agent import (
     AgentToolOutput,
     Message,
     PendingToolCall,
+    Run,
     RunEvent,
     RunResult,
 )
@@ -162,15 +163,6 @@ class Runner:
         )
         log.info("event=run_created run_id=%s agent=%s requester=%s", run_id, agent.id, requester)
         await self.store.audit(actor=requester, action="start", run_id=run_id, outcome="ok")
-        if thread_ts is None and channel_id is not None:
-            run = await self.store.get_run(run_id)
-            assert run is not None
-            try:
-                ts = await self.presenter.post_root(run)
-            except Exception:
-                await self.store.release(lease)
-                raise
-            await self.store.set_thread(run_id, channel_id, ts)
         conversation: list[Message] = [*(history or []), Message(role="user", content=text)]
         context = {
             "requested_by": requester,
@@ -178,6 +170,33 @@ class Runner:
             "channel_id": channel_id,
             "follow_up": thread_ts is not None,
         }
+        if thread_ts is None and channel_id is not None:
+            run = await self.store.get_run(run_id)
+            assert run is not None
+            try:
+                ts = await self.presenter.post_root(run)
+            except Exception as exc:
+                # The person is told it did not start: save it as failed, or the sweep would
+                # take the unsaved run for one that died early and run it after all.
+                error = f"Could not post the run's first message in Slack: {exc}"
+                failed = Run(
+                    id=run_id,
+                    agent_id=agent.id,
+                    model=agent.model,
+                    status="failed",
+                    error=error,
+                    messages=conversation,
+                    context=context,
+                )
+                try:
+                    await self.store.accessor(lease, self.request_policy(agent)).save(
+                        RunResult(run=failed)
+                    )
+                except Exception:
+                    log.exception("event=mark_failed_failed run_id=%s", run_id)
+                    await self.store.release(lease)
+                raise
+            await self.store.set_thread(run_id, channel_id, ts)
 
         async def begin(accessor: Any, on_event: Any) -> RunResult:
             return await agent.run(
