@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.sandbox import payloads
 from bot.sandbox.delivery import ACK_TIMEOUT, Deliverer, Delivery
+from bot.sandbox.socket_mode import SocketHub
 from bot.sandbox.state import (
     Person,
     UserGroup,
@@ -86,6 +87,7 @@ class SandboxCore:
         deliver_bot_messages: bool = False,
         ack_timeout: float = ACK_TIMEOUT,
         trigger_ttl: float = TRIGGER_TTL,
+        app_token: str | None = None,
     ) -> None:
         self.signing_secret = signing_secret
         self.bot_url = bot_url
@@ -107,6 +109,7 @@ class SandboxCore:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._version = 0
         self._changed = asyncio.Event()
+        self.socket = SocketHub(app_token, ack_timeout, on_change=self.changed)
 
     # URLs ------------------------------------------------------------------------------
     @property
@@ -213,14 +216,20 @@ class SandboxCore:
         return delivery
 
     # deliveries ------------------------------------------------------------------------
+    async def _send(
+        self, kind: str, body: str, content_type: str, headers: dict[str, str] | None = None
+    ) -> Delivery:
+        """Over the Socket Mode connection when an app is connected, else HTTP to bot_url."""
+        if self.socket.connected:
+            return await self.socket.send(kind, body, content_type, headers)
+        return await self._deliverer.send(self.bot_url, kind, body, content_type, headers)
+
     async def send_event(self, event: dict[str, Any]) -> Delivery:
         """Deliver one Events API event_callback (JSON) and remember it for redeliver."""
         envelope = payloads.event_callback(event)
         body = json.dumps(envelope, separators=(",", ":"))
         self._events[envelope["event_id"]] = body
-        delivery = await self._deliverer.send(
-            self.bot_url, f"event:{event['type']}", body, "application/json"
-        )
+        delivery = await self._send(f"event:{event['type']}", body, "application/json")
         delivery.event_id = envelope["event_id"]
         return self.record_delivery(delivery)
 
@@ -233,7 +242,7 @@ class SandboxCore:
             raise KeyError(f"no event {event_id!r} was delivered by this sandbox")
         headers = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": reason}
         kind = f"event:{json.loads(body)['event']['type']}:retry"
-        delivery = await self._deliverer.send(self.bot_url, kind, body, "application/json", headers)
+        delivery = await self._send(kind, body, "application/json", headers)
         delivery.event_id = event_id
         return self.record_delivery(delivery)
 
@@ -241,10 +250,10 @@ class SandboxCore:
         """Deliver an interactivity payload (form field `payload=` holding JSON)."""
         body = self._deliverer.encode_payload(payload)
         content_type = "application/x-www-form-urlencoded"
-        return await self._deliverer.send(self.bot_url, kind, body, content_type)
+        return await self._send(kind, body, content_type)
 
     async def send_form(self, kind: str, fields: dict[str, str]) -> Delivery:
         """Deliver a form-encoded request (slash commands)."""
         body = self._deliverer.encode_form(fields)
         content_type = "application/x-www-form-urlencoded"
-        return await self._deliverer.send(self.bot_url, kind, body, content_type)
+        return await self._send(kind, body, content_type)

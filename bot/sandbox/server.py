@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox import page
+from bot.sandbox import api_socket, page
 from bot.sandbox.actions import PersonActions
 from bot.sandbox.core import ApiCall
 from bot.sandbox.responses import handle_response_url
@@ -35,6 +35,7 @@ class SlackSandbox(PersonActions):
     def build_app(self) -> web.Application:
         app = web.Application(client_max_size=4 * 1024 * 1024)
         api = WebApi(self)
+        api_socket.add_routes(app, self)  # before /api/{method}: apps.connections.open
         app.router.add_route("*", "/api/{method}", api.handle)
         app.router.add_post("/sandbox/response/{key}", self._response_url)
         page.add_routes(app, self)
@@ -61,6 +62,7 @@ class SlackSandbox(PersonActions):
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         page.stop_streams(self)
+        await self.socket.close()
         await self._deliverer.close()
         if self._runner is not None:
             await self._runner.cleanup()
