@@ -267,12 +267,19 @@ class Runner:
         await self._drive(lease, agent, fn)
 
     async def _renew(self, lease: Lease) -> None:
+        """Renew until cancelled. A failed renewal is no reason to stop: a save may have
+        advanced the version while it was in flight, or the database blipped; a lease truly
+        taken over is fenced anyway (the next save raises LeaseLostError)."""
         interval = max(0.05, self.settings.lease_seconds / 3)
         while True:
             await asyncio.sleep(interval)
-            if not await self.store.renew(lease):
-                log.warning("event=lease_lost run_id=%s owner=%s", lease.run_id, lease.owner)
-                return
+            try:
+                renewed = await self.store.renew(lease)
+            except Exception as exc:
+                log.warning("event=lease_renew_failed run_id=%s error=%r", lease.run_id, exc)
+                continue
+            if not renewed:
+                log.warning("event=lease_not_renewed run_id=%s owner=%s", lease.run_id, lease.owner)
 
     async def _drive(
         self,

@@ -22,3 +22,51 @@ async def test_a_run_whose_root_message_could_not_be_posted_never_runs(harness: 
     assert h.model.requests == []  # the person was told it did not start: nothing ran
     runs = await h.bot.store.list_runs()
     assert all(r.status != "running" for r in runs)
+
+
+async def test_one_failed_lease_renewal_does_not_hand_a_running_tool_to_another_process(
+    harness: Harness,
+) -> None:
+    """A renewal can fail once (a database blip, or a save that advanced the version while
+    the renewal was in flight): the holder must keep renewing while a long body runs, or the
+    sweep takes the run over and shows the running call as interrupted."""
+    from tests.e2e.test_approve_flow import start_deploy
+    from tests.e2e.test_decisions import wait_answer
+
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_lease_seconds": 1}
+    await h.start_bot()
+    assert h.bot is not None
+    store = h.bot.store
+    real_renew = store.renew
+    blips: list[str] = []
+
+    async def renew_once_failing(lease):  # type: ignore[no-untyped-def]
+        if not blips:
+            blips.append(lease.run_id)
+            raise ConnectionResetError("connection to the database was reset")
+        return await real_renew(lease)
+
+    store.renew = renew_once_failing  # type: ignore[method-assign]
+    tool = h.bot.service.agents.tool("ops", "deploy")
+    body = tool.fn
+
+    async def slow_body(**kw: object) -> dict:
+        result = await body(**kw)
+        await asyncio.sleep(3)  # a deploy takes a while: three lease lengths
+        return result
+
+    tool.fn = slow_body
+    try:
+        card = await start_deploy(h)
+        await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
+        await wait_answer(h, "Deployed v2 to staging.")
+    finally:
+        tool.fn = body
+    assert blips
+    assert "interrupted" not in h.thread_text().lower()  # the call was still running
+    assert h.cards() == []  # nothing left asking for a decision
+    assert len(h.effects.deploys) == 1
+    run = (await store.list_runs())[0]
+    assert run.status == "completed"
