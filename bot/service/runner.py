@@ -30,6 +30,10 @@ log = logging.getLogger("sayso.service")
 
 EXPIRED_REASON = "The approval request expired before anyone decided; the call did not run."
 CANCELLED_REASON = "The approval request was cancelled; the call did not run."
+REVIEW_EXPIRED_INPUT = (
+    "(No review: the request for a person to review your last response expired before anyone "
+    "answered. Nobody approved it.)"
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,9 @@ def decisions_from(requests: list[ApprovalRequestRecord]) -> dict[str, Any]:
     """Turn decided approval requests into `continue_run` arguments."""
     out: dict[str, Any] = {"approvals": [], "rejections": [], "edits": [], "tool_outputs": []}
     for r in requests:
-        if r.kind == "review":
+        if r.kind == "review" and r.status != "answered":  # expired: nobody said anything
+            out["human_input"] = REVIEW_EXPIRED_INPUT
+        elif r.kind == "review":
             out["human_input"] = r.output if isinstance(r.output, str) else json.dumps(r.output)
         elif r.status == "approved":
             out["approvals"].append(AgentToolDecision(r.call_id, decided_by=r.decided_by))

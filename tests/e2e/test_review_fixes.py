@@ -70,3 +70,18 @@ async def test_one_failed_lease_renewal_does_not_hand_a_running_tool_to_another_
     assert len(h.effects.deploys) == 1
     run = (await store.list_runs())[0]
     assert run.status == "completed"
+
+
+async def test_an_expired_review_tells_the_model_nobody_reviewed(harness: Harness) -> None:
+    from tests.e2e.test_threads_and_home import start_review, user_messages
+
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_approval_ttl": "1s"}
+    await h.start_bot()
+    await start_review(h)
+    await h.sandbox.wait_for(lambda sb: len(h.model.requests) == 2, timeout=15)
+    await h.idle()
+    said = user_messages(h)[-1]
+    assert said != "null"  # not a reviewer's words: nobody answered
+    assert "expired" in said
