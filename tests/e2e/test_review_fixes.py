@@ -85,3 +85,32 @@ async def test_an_expired_review_tells_the_model_nobody_reviewed(harness: Harnes
     said = user_messages(h)[-1]
     assert said != "null"  # not a reviewer's words: nobody answered
     assert "expired" in said
+
+
+async def test_a_reply_also_sent_to_the_channel_answers_the_question(harness: Harness) -> None:
+    """A reply with "Also send to #channel" is a `thread_broadcast` message: still a reply."""
+    from tests.e2e.test_decisions import wait_answer
+
+    h = harness
+    h.model.reply(tool_calls=[("ask_user", {"question": "Which region?"})])
+    h.model.reply(text="Using eu-west-1.")
+    await h.sandbox.slash_command("U_REQUESTER", "ops set up the region")
+    await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1)
+    root = h.root()["ts"]
+    await h.sandbox.send_event(
+        {
+            "type": "message",
+            "subtype": "thread_broadcast",
+            "user": "U_REQUESTER",
+            "text": "eu-west-1",
+            "ts": "1999999999.000100",
+            "thread_ts": root,
+            "channel": "C_GENERAL",
+            "channel_type": "channel",
+            "team": "T_SANDBOX",
+            "event_ts": "1999999999.000100",
+        }
+    )
+    await wait_answer(h, "Using eu-west-1.")
+    tool_msgs = [m for m in h.model.last_request["messages"] if m["role"] == "tool"]
+    assert tool_msgs[0]["content"] == "eu-west-1"

@@ -55,7 +55,12 @@ def register(app: AsyncApp, service: Service) -> None:
     async def on_message(
         body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient
     ) -> None:
-        if event.get("bot_id") or event.get("subtype") or not event.get("thread_ts"):
+        # Edits, deletions and bot posts have a subtype; a reply also sent to the channel
+        # ("thread_broadcast") is still a person's reply.
+        subtype = event.get("subtype")
+        if event.get("bot_id") or subtype not in (None, "thread_broadcast"):
+            return
+        if not event.get("thread_ts"):
             return
         if not await first_delivery(service, body):
             return
