@@ -114,3 +114,26 @@ async def test_a_reply_also_sent_to_the_channel_answers_the_question(harness: Ha
     await wait_answer(h, "Using eu-west-1.")
     tool_msgs = [m for m in h.model.last_request["messages"] if m["role"] == "tool"]
     assert tool_msgs[0]["content"] == "eu-west-1"
+
+
+async def test_a_refusal_reaches_a_person_who_cannot_see_the_requests_channel(
+    harness: Harness,
+) -> None:
+    """App Home lists requests of channels the person is not in: an ephemeral there fails
+    (user_not_in_channel), so the answer comes as a direct message instead of nothing."""
+    from tests.e2e.test_approve_flow import start_deploy
+    from tests.e2e.test_decisions import card_request_id, wait_answer
+
+    h = harness
+    card = await start_deploy(h)
+    await h.sandbox.open_home("U_APPROVER2")
+    await h.sandbox.wait_for(lambda sb: sb.home("U_APPROVER2"))
+    await h.idle()
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
+    await wait_answer(h, "Deployed v2 to staging.")
+    h.sandbox.fail_next("chat.postEphemeral", "user_not_in_channel")
+    await h.sandbox.click_home("U_APPROVER2", "approve", value=card_request_id(card))
+    await h.sandbox.wait_for(
+        lambda sb: any("already approved" in m.get("text", "") for m in sb.messages("D_APPROVER2"))
+    )
+    assert len(h.effects.deploys) == 1

@@ -12,6 +12,9 @@ from bot.service import Actor
 
 log = logging.getLogger("sayso.slack")
 
+# chat.postEphemeral errors meaning the person cannot see it there: tell them in a DM instead
+UNSEEN = ("user_not_in_channel", "channel_not_found", "not_in_channel", "is_archived")
+
 
 def actor_from(body: dict[str, Any]) -> Actor:
     user = body.get("user") or {}
@@ -35,15 +38,20 @@ async def tell(
     channel: str | None,
     thread_ts: str | None = None,
 ) -> None:
-    """An ephemeral message to one person (a DM from the bot when there is no channel).
+    """An ephemeral message to one person (a DM when there is no channel or they can't see it).
 
     `text` is our own mrkdwn (mentions allowed), never a person's input."""
     try:
         if channel:
-            await client.chat_postEphemeral(
-                channel=channel, user=user_id, thread_ts=thread_ts, text=text
-            )
-        else:
-            await client.chat_postMessage(channel=user_id, text=text)
+            try:
+                await client.chat_postEphemeral(
+                    channel=channel, user=user_id, thread_ts=thread_ts, text=text
+                )
+                return
+            except SlackApiError as exc:
+                if exc.response.get("error") not in UNSEEN:
+                    raise
+                # e.g. an App Home click on a request of a channel the person is not in
+        await client.chat_postMessage(channel=user_id, text=text)
     except SlackApiError as exc:
         log.warning("event=tell_failed user=%s error=%s", user_id, exc.response.get("error"))
