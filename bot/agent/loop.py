@@ -67,9 +67,13 @@ def pause_kind(pending: list[PendingToolCall]) -> PauseKind:
 
 def apply_decision(tc: TurnCall, decision: ToolCallDecision, validated_args: dict | None) -> None:
     """Turn a person's decision into the call's next state (ready to run, or finished)."""
-    tc.decision = decision
+    earlier, tc.decision = tc.decision, decision
     if decision.type == "approve":
-        tc.arguments = dict(tc.call.arguments) if validated_args is None else validated_args
+        if tc.interrupted and earlier is not None and earlier.type == "edit":
+            # runs again as it ran before: with the arguments a reviewer chose, not the model's
+            tc.decision = decision.model_copy(update={"type": "edit", "arguments": tc.arguments})
+        else:
+            tc.arguments = dict(tc.call.arguments) if validated_args is None else validated_args
         tc.state = "ready"
     elif decision.type == "edit":
         tc.arguments = (
@@ -84,6 +88,13 @@ def apply_decision(tc: TurnCall, decision: ToolCallDecision, validated_args: dic
         tc.content = render_output(decision.output)
         tc.state = "finished"
         tc.finished_at = utcnow()
+
+
+def _shown(tc: TurnCall) -> ToolCall:
+    """The call a person decides on: an interrupted edited call shows the arguments it ran with."""
+    if tc.interrupted and tc.decision is not None and tc.decision.type == "edit":
+        return tc.call.model_copy(update={"arguments": dict(tc.arguments)})
+    return tc.call
 
 
 class Driver:
@@ -280,7 +291,8 @@ class Driver:
         assert turn is not None
         for tc in turn.calls:
             if tc.state == "started":  # died inside the body last time: a person decides
-                tc.state, tc.kind, tc.interrupted, tc.decision = "pending", "approval", True, None
+                # (an earlier edit is kept: the call runs again only as it started)
+                tc.state, tc.kind, tc.interrupted = "pending", "approval", True
                 log.warning(
                     "event=call_interrupted run_id=%s call_id=%s tool=%s",
                     run.id,
@@ -293,7 +305,7 @@ class Driver:
         pending = [tc for tc in turn.calls if tc.state == "pending"]
         if pending:
             items = [
-                PendingToolCall(call=tc.call, kind=tc.kind, interrupted=tc.interrupted)  # type: ignore[arg-type]
+                PendingToolCall(call=_shown(tc), kind=tc.kind, interrupted=tc.interrupted)  # type: ignore[arg-type]
                 for tc in pending
             ]
             run.status = "waiting_for_human"

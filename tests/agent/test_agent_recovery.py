@@ -230,3 +230,41 @@ async def test_8_process_killed_with_sigkill(tmp_path: Path, server: Any) -> Non
     model = agent.model_client
     assert isinstance(model, OpenAIChatModel)
     await model.aclose()
+
+
+async def test_8_an_edited_call_interrupted_runs_again_with_the_edited_arguments(
+    backend: Backend, ledger: Ledger
+) -> None:
+    """A reviewer replaced v2 by v3, the process died inside the body: the interrupted call
+    shows v3 and, approved, runs v3 again (never the v2 the reviewer had replaced)."""
+    from bot import AgentToolEdit
+
+    deaths = {"left": 1}
+
+    @tool(require_approval=True)
+    async def deploy(environment: str, version: str) -> dict:
+        ledger.add("deploy", environment=environment, version=version)
+        if deaths["left"] > 0:
+            deaths["left"] -= 1
+            raise ProcessDied()
+        return {"deployed": version}
+
+    state = InMemoryStateAccessor()
+    agent = Agent(id="ops", model=backend.model, tools=[deploy], model_settings=FAST)
+    (d,) = backend.reply(tool_calls=[("deploy", STAGING)])
+    paused = await agent.run("deploy", state=state, run_id="run-1")
+    edit = AgentToolEdit(d, {"environment": "staging", "version": "v3"}, decided_by="U1")
+    with pytest.raises(ProcessDied):
+        await agent.continue_run(run=paused, state=state, edits=[edit])
+    assert [a["version"] for a in ledger.args("deploy")] == ["v3"]
+
+    result = await agent.recover(run_id="run-1", state=state)
+    (pending,) = result.pending_tool_calls
+    assert pending.interrupted and pending.call.arguments["version"] == "v3"
+
+    backend.reply(text="done")
+    done = await agent.continue_run(run=result, state=state, approvals=[AgentToolDecision(d)])
+    assert done.run.status == "completed"
+    assert [a["version"] for a in ledger.args("deploy")] == ["v3", "v3"]
+    outcome = backend.tool_results()[d]
+    assert outcome["arguments_used"]["version"] == "v3"  # the model learns what ran
