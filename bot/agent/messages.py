@@ -47,3 +47,21 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
     model: str | None = None
+
+
+def complete_history(messages: list[Message]) -> list[Message]:
+    """The conversation up to its first unfinished turn: an assistant message whose tool calls
+    did not all get results (a run that failed or stopped mid-turn). Providers refuse such a
+    history, so a follow-up starts from the part that is whole."""
+    for i, message in enumerate(messages):
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        wanted = {c.id for c in message.tool_calls}
+        answered = set()
+        for later in messages[i + 1 :]:
+            if later.role != "tool":
+                break
+            answered.add(later.tool_call_id)
+        if not wanted <= answered:
+            return messages[:i]
+    return list(messages)

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 
+from bot.agent.messages import complete_history
 from bot.service.commands import Command, parse
 from bot.service.decide import Action, Actor, Decider, Outcome
 from bot.service.permissions import may_decide
@@ -172,7 +173,7 @@ class Service:
             elif len(questions) == 1 and len(pending) == 1:
                 outcome = await self.decide(questions[0].id, actor, "answer", output=text.strip())
             elif questions:
-                return "Several questions are open here: answer each with its card's Answer button."
+                return "Several requests are open here: use the buttons on their cards."
             else:
                 return "This run is waiting for a decision: use the buttons on the cards above."
             return None if outcome.ok else outcome.message
@@ -182,7 +183,7 @@ class Service:
         if agent is None:
             return None
         previous = await self.store.load_result(run.id)
-        history = list(previous.run.messages) if previous else []
+        history = complete_history(previous.run.messages) if previous else []
         await self.runner.start_run(
             agent,
             text.strip(),

@@ -42,7 +42,8 @@ async def may_decide(
         return Verdict(False, "I could not look your account up in Slack; try again in a moment.")
     if person.deleted or person.is_bot:
         return Verdict(False, f"Only {who} may decide this request.")
-    external = bool(workspace_team_id and (team_id or person.team_id) != workspace_team_id)
+    teams = {t for t in (team_id, person.team_id) if t}
+    external = bool(workspace_team_id and any(t != workspace_team_id for t in teams))
     if external or person.is_guest:
         return Verdict(False, f"Guests and people from other workspaces may not decide; ask {who}.")
     if not approvers:

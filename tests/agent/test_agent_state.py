@@ -115,3 +115,20 @@ async def test_10_run_is_saved_before_the_first_model_call(backend: Backend) -> 
     backend.reply(text="hi")
     await agent.run("hi", state=state, run_id="r1")
     assert seen == ["running"]
+
+
+def test_complete_history_drops_an_unfinished_turn() -> None:
+    from bot.agent.messages import Message, ToolCall, complete_history
+
+    user = Message(role="user", content="deploy")
+    calls = Message(
+        role="assistant",
+        tool_calls=[ToolCall(id="a", name="x"), ToolCall(id="b", name="y")],
+    )
+    first = Message(role="tool", tool_call_id="a", content="ok")
+    second = Message(role="tool", tool_call_id="b", content="ok")
+    done = Message(role="assistant", content="done")
+    whole = [user, calls, first, second, done]
+    assert complete_history(whole) == whole
+    assert complete_history([user, calls, first]) == [user]
+    assert complete_history([user, calls]) == [user]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import Service
@@ -81,7 +82,16 @@ def register(app: AsyncApp, service: Service) -> None:
         if run is None:
             return
         card = card_info(outcome.request, run, service.agents)
-        await client.views_open(trigger_id=body["trigger_id"], view=MODALS[name](card))
+        await open_view(client, body, MODALS[name](card))
+
+    async def open_view(client: AsyncWebClient, body: dict[str, Any], view: dict[str, Any]) -> None:
+        """views.open with the click's trigger_id (valid 3 s); say so when Slack refuses it."""
+        try:
+            await client.views_open(trigger_id=body.get("trigger_id", ""), view=view)
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            log.warning("event=modal_not_opened error=%s", error)
+            await reply(client, body, f"I could not open the form (`{error}`): click again.", None)
 
     for name in MODALS:
         app.action(name)(open_modal)
@@ -100,7 +110,7 @@ def register(app: AsyncApp, service: Service) -> None:
             await reply(client, body, FOREIGN, None)
             return
         card = card_info(request, run, service.agents)
-        await client.views_open(trigger_id=body["trigger_id"], view=modals.view_args_modal(card))
+        await open_view(client, body, modals.view_args_modal(card))
 
     @app.action("retry")
     async def on_retry(

@@ -68,7 +68,7 @@ def register(app: AsyncApp, service: Service) -> None:
             channel_id=event["channel"],
             thread_ts=event["thread_ts"],
             user_id=event.get("user", ""),
-            team_id=event.get("team") or body.get("team_id"),
+            team_id=event.get("user_team") or event.get("team") or body.get("team_id"),
             text=event.get("text", ""),
             ts=event.get("ts", ""),
         )
