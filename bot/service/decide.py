@@ -103,17 +103,7 @@ class Decider:
             allow_self_approval=request.allow_self_approval,
         )
         if not verdict.allowed:
-            await self.store.audit(
-                actor=actor.user_id,
-                action="decide",
-                run_id=request.run_id,
-                call_id=request.call_id,
-                request_id=request.id,
-                tool_name=request.tool_name,
-                arguments=request.arguments,
-                outcome="denied",
-                detail=verdict.reason,
-            )
+            await self._audit_attempt(request, actor, "denied", verdict.reason)
             log.info(
                 "event=decision_denied run_id=%s call_id=%s actor=%s",
                 request.run_id,
@@ -137,7 +127,9 @@ class Decider:
         checked = await self.check(request_id, actor)
         if not checked.ok or checked.request is None:
             if checked.kind == "lost" and checked.request is not None:
-                await self._audit_lost(checked.request, actor, _STATUS_FOR[action])
+                r = checked.request
+                detail = f"wanted={_STATUS_FOR[action]} status={r.status} decided_by={r.decided_by}"
+                await self._audit_attempt(r, actor, "lost", detail)
             return checked
         tool = self.agents.tool(checked.agent_id or "", checked.request.tool_name)
         invalid = self._validate(checked.request, tool, action, arguments, output)
@@ -192,8 +184,11 @@ class Decider:
             "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
         )
 
-    async def _audit_lost(self, request: ApprovalRequestRecord, actor: Actor, wanted: str) -> None:
-        """A click on an already decided request is a losing attempt: audit it like one."""
+    async def _audit_attempt(
+        self, request: ApprovalRequestRecord, actor: Actor, outcome: str, detail: str
+    ) -> None:
+        """Attempts that never reach the conditional write (denied, or already decided) are
+        audited like the ones that do."""
         await self.store.audit(
             actor=actor.user_id,
             action="decide",
@@ -202,8 +197,8 @@ class Decider:
             request_id=request.id,
             tool_name=request.tool_name,
             arguments=request.arguments,
-            outcome="lost",
-            detail=f"wanted={wanted} status={request.status} decided_by={request.decided_by}",
+            outcome=outcome,
+            detail=detail,
         )
 
     def _validate(
