@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     sayso_retention: timedelta = timedelta(days=30)
     sayso_lease_seconds: float = Field(default=30.0, gt=0)
     sayso_sweep_interval: float = Field(default=10.0, gt=0)
+    sayso_max_active_runs: int = Field(default=8, ge=1)
     sayso_replica_id: str | None = None
     sayso_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

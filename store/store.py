@@ -185,9 +185,18 @@ class Store:
         include_anyone: bool = True,
         limit: int = 50,
         now: datetime | None = None,
+        count_limit: int = request_ops.INBOX_COUNT_LIMIT,
     ) -> tuple[list[ApprovalRequestRecord], int]:
+        """A page of what `user_id` may decide, newest first, and the total counted up to
+        `count_limit` (a total equal to it means "at least that many")."""
         return await request_ops.pending_for(
-            self.db, user_id, group_ids, include_anyone=include_anyone, limit=limit, now=now
+            self.db,
+            user_id,
+            group_ids,
+            include_anyone=include_anyone,
+            limit=limit,
+            now=now,
+            count_limit=count_limit,
         )
 
     # -- audit, dedup, retention ---------------------------------------------------------

@@ -43,6 +43,7 @@ class ServiceSettings:
     remind_after: timedelta | None = None
     lease_seconds: float = 30.0
     retention: timedelta = timedelta(days=30)
+    max_active_runs: int = 8
 
 
 def render_output(output: Any) -> str:
@@ -94,6 +95,9 @@ class Runner:
         self.presenter = presenter
         self.settings = settings
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Runs driven at once by this process: more wait their turn (their lease is renewed
+        # meanwhile), so acks never queue behind a flood of runs and the pool is not exhausted.
+        self._slots = asyncio.Semaphore(settings.max_active_runs)
 
     # -- background work ------------------------------------------------------------------
 
@@ -300,7 +304,8 @@ class Runner:
             await self._progress(event)
 
         try:
-            result = await fn(accessor, on_event)
+            async with self._slots:
+                result = await fn(accessor, on_event)
         except LeaseLostError:
             log.warning("event=write_fenced run_id=%s: another replica holds the run", lease.run_id)
             return

@@ -28,6 +28,7 @@ from bot.slack.listeners import register
 from bot.slack.presenter import SlackPresenter
 from bot.slack.render import card_info, run_info
 from store import Store
+from store.requests import INBOX_COUNT_LIMIT
 
 log = logging.getLogger("sayso.slack")
 
@@ -53,6 +54,7 @@ def service_settings(settings: Settings) -> ServiceSettings:
         remind_after=settings.sayso_remind_after,
         lease_seconds=settings.sayso_lease_seconds,
         retention=settings.sayso_retention,
+        max_active_runs=settings.sayso_max_active_runs,
     )
 
 
@@ -206,7 +208,13 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         assert service is not None
         pairs, total, runs = await service.inbox(user_id)
         cards = [card_info(request, run, agents) for request, run in pairs]
-        view = home.home_view(cards, total, [run_info(r) for r in runs], user_id=user_id)
+        view = home.home_view(
+            cards,
+            total,
+            [run_info(r) for r in runs],
+            user_id=user_id,
+            total_is_lower_bound=total >= INBOX_COUNT_LIMIT,
+        )
         await client.views_publish(user_id=user_id, view=view)
 
     presenter = SlackPresenter(client, agents, home_refresher=refresh_home)

@@ -218,3 +218,14 @@ async def test_pending_for_keeps_each_request_once(store: Store) -> None:
         and page[0].anyone
         and page[0].approvers == ("S_A", "S_B", "U2")
     )
+
+
+async def test_inbox_total_is_counted_up_to_a_limit(store) -> None:  # type: ignore[no-untyped-def]
+    from store_helpers import paused_run
+
+    for i in range(4):
+        await paused_run(store, f"run{i}", calls=("call_1", "call_2"))
+    page, total = await store.pending_for("U_ANY", limit=3)
+    assert (len(page), total) == (3, 8)
+    page, total = await store.pending_for("U_ANY", limit=3, count_limit=5)
+    assert (len(page), total) == (3, 5)

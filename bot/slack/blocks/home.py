@@ -95,8 +95,11 @@ def home_view(
     recent_runs: Sequence[RunInfo],
     *,
     user_id: str,
+    total_is_lower_bound: bool = False,
 ) -> dict[str, Any]:
-    """The home tab (type "home"): pending requests newest first, then recent runs."""
+    """The home tab (type "home"): pending requests newest first, then recent runs.
+
+    `total_is_lower_bound`: the store stopped counting at `total_pending` (there may be more)."""
     run_blocks = _run_blocks(recent_runs)
     top: list[dict[str, Any]] = [
         {
@@ -116,7 +119,8 @@ def home_view(
     for card in cards:
         blocks.extend(_card_blocks(card))
     if total > len(cards):
-        more = f"… and {total - len(cards):,} more waiting (see the run threads)."
+        plus = "+" if total_is_lower_bound else ""
+        more = f"… and {total - len(cards):,}{plus} more waiting (see the run threads)."
         blocks.append(L.context([more], "home_waiting_more"))
     blocks.append({"type": "divider", "block_id": "home_divider"})
     blocks.append(
