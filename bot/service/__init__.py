@@ -44,6 +44,9 @@ class Service:
         )
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
+        # Decisions recorded at once (after their acks): a burst of clicks queues here rather
+        # than crowding the event loop that must answer Slack within 3 s.
+        self._decisions = asyncio.Semaphore(max(2, settings.max_active_runs))
 
     @property
     def workspace_team_id(self) -> str | None:
@@ -84,7 +87,8 @@ class Service:
         return await self.decider.precheck(request_id, actor, action, **kw)  # type: ignore[arg-type]
 
     async def decide(self, request_id: str, actor: Actor, action: Action, **kw: object) -> Outcome:
-        outcome = await self.decider.decide(request_id, actor, action, **kw)  # type: ignore[arg-type]
+        async with self._decisions:
+            outcome = await self.decider.decide(request_id, actor, action, **kw)  # type: ignore[arg-type]
         if outcome.ok:
             await self._refresh_home(actor.user_id)
         return outcome

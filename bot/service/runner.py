@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
@@ -11,29 +10,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.agent import (
-    Agent,
-    AgentToolDecision,
-    AgentToolEdit,
-    AgentToolOutput,
-    Message,
-    PendingToolCall,
-    Run,
-    RunEvent,
-    RunResult,
-)
+from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
+from bot.service.continuation import decisions_from, render_output
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
-from store import ApprovalRequestRecord, Lease, LeaseLostError, RequestPolicy, Store
+from store import Lease, LeaseLostError, RequestPolicy, Store
 
 log = logging.getLogger("sayso.service")
-
-EXPIRED_REASON = "The approval request expired before anyone decided; the call did not run."
-CANCELLED_REASON = "The approval request was cancelled; the call did not run."
-REVIEW_EXPIRED_INPUT = (
-    "(No review: the request for a person to review your last response expired before anyone "
-    "answered. Nobody approved it.)"
-)
 
 
 @dataclass(frozen=True)
@@ -44,40 +27,6 @@ class ServiceSettings:
     lease_seconds: float = 30.0
     retention: timedelta = timedelta(days=30)
     max_active_runs: int = 8
-
-
-def render_output(output: Any) -> str:
-    if output is None:
-        return "(the agent finished without an answer)"
-    return output if isinstance(output, str) else json.dumps(output, indent=2, default=str)
-
-
-def decisions_from(requests: list[ApprovalRequestRecord]) -> dict[str, Any]:
-    """Turn decided approval requests into `continue_run` arguments."""
-    out: dict[str, Any] = {"approvals": [], "rejections": [], "edits": [], "tool_outputs": []}
-    for r in requests:
-        if r.kind == "review" and r.status != "answered":  # expired: nobody said anything
-            out["human_input"] = REVIEW_EXPIRED_INPUT
-        elif r.kind == "review":
-            out["human_input"] = r.output if isinstance(r.output, str) else json.dumps(r.output)
-        elif r.status == "approved":
-            out["approvals"].append(AgentToolDecision(r.call_id, decided_by=r.decided_by))
-        elif r.status == "edited":
-            out["edits"].append(
-                AgentToolEdit(r.call_id, dict(r.edited_arguments or {}), decided_by=r.decided_by)
-            )
-        elif r.status == "answered":
-            out["tool_outputs"].append(
-                AgentToolOutput(r.call_id, r.output, decided_by=r.decided_by)
-            )
-        elif r.status in ("rejected", "expired", "cancelled"):
-            reason = r.reason or None
-            if r.status == "expired":
-                reason = EXPIRED_REASON
-            elif r.status == "cancelled":
-                reason = reason or CANCELLED_REASON
-            out["rejections"].append(AgentToolDecision(r.call_id, reason, decided_by=r.decided_by))
-    return out
 
 
 class Runner:
