@@ -47,6 +47,7 @@ class Runner:
         # Runs driven at once by this process: more wait their turn (their lease is renewed
         # meanwhile), so acks never queue behind a flood of runs and the pool is not exhausted.
         self._slots = asyncio.Semaphore(settings.max_active_runs)
+        self._queued: set[str] = set()
 
     # -- background work ------------------------------------------------------------------
 
@@ -166,7 +167,17 @@ class Runner:
         return run_id
 
     async def continue_run(self, run_id: str, *, retry: bool = False) -> bool:
-        """Claim the run if nobody holds it and continue it in the background."""
+        """Continue the run in the background if nobody holds it.
+
+        When this process is busy (every slot taken), the run waits in a queue WITHOUT a
+        lease: it stays visible as ready to every replica's sweep, and is claimed only when a
+        slot frees. Returns False when the run is held by someone else (or already queued)."""
+        if run_id in self._queued:
+            return False
+        if self._slots.locked() and not retry:
+            self._queued.add(run_id)
+            self.spawn(self._continue_when_free(run_id), name=f"queued:{run_id}")
+            return True
         lease = await self.store.claim_run(run_id)
         if lease is None:
             return False
@@ -174,7 +185,19 @@ class Runner:
         self.spawn(self._continue(lease, retry), name=f"continue:{run_id}")
         return True
 
-    async def _continue(self, lease: Lease, retry: bool) -> None:
+    async def _continue_when_free(self, run_id: str) -> None:
+        try:
+            async with self._slots:
+                self._queued.discard(run_id)
+                lease = await self.store.claim_run(run_id)
+                if lease is None:
+                    return  # another replica took it meanwhile
+                log.info("event=run_claimed run_id=%s owner=%s queued=1", run_id, lease.owner)
+                await self._continue(lease, False, slot_held=True)
+        finally:
+            self._queued.discard(run_id)
+
+    async def _continue(self, lease: Lease, retry: bool, slot_held: bool = False) -> None:
         result = await self.store.load_result(lease.run_id)
         run = await self.store.get_run(lease.run_id)
         agent = self.agents.get(run.agent_id) if run else None
@@ -196,7 +219,7 @@ class Runner:
                     run.request_text, context=context, state=acc, run_id=run.id, on_event=ev
                 )
 
-            await self._drive(lease, agent, restart)
+            await self._drive(lease, agent, restart, slot_held=slot_held)
             return
         status = result.run.status
         fn: Callable[[Any, Any], Awaitable[RunResult]]
@@ -223,7 +246,7 @@ class Runner:
         else:
             await self.store.release(lease)
             return
-        await self._drive(lease, agent, fn)
+        await self._drive(lease, agent, fn, slot_held=slot_held)
 
     async def _renew(self, lease: Lease) -> None:
         """Renew until cancelled. A failed renewal is no reason to stop: a save may have
@@ -245,6 +268,8 @@ class Runner:
         lease: Lease,
         agent: Agent,
         fn: Callable[[Any, Any], Awaitable[RunResult]],
+        *,
+        slot_held: bool = False,
     ) -> None:
         accessor = self.store.accessor(lease, self.request_policy(agent))
         renewer = asyncio.create_task(self._renew(lease))
@@ -253,8 +278,11 @@ class Runner:
             await self._progress(event)
 
         try:
-            async with self._slots:
+            if slot_held:
                 result = await fn(accessor, on_event)
+            else:
+                async with self._slots:
+                    result = await fn(accessor, on_event)
         except LeaseLostError:
             log.warning("event=write_fenced run_id=%s: another replica holds the run", lease.run_id)
             return

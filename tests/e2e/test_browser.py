@@ -2,49 +2,28 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.browser import ARTIFACTS, chromium
 from tests.e2e.conftest import Harness
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
-HAVE_CHROMIUM = os.path.exists(CHROMIUM)
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
+SHOTS = ARTIFACTS / "browser"
 
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
-    if not HAVE_CHROMIUM:
-        if os.environ.get("SAYSO_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"SAYSO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt install chromium)")
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium to run browser tests")
-    from playwright.async_api import async_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        try:
-            yield b
-        finally:
-            await b.close()
+    async with chromium() as b:
+        SHOTS.mkdir(exist_ok=True)
+        yield b
 
 
 async def shot(page: Any, name: str) -> None:
-    await page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    await page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 async def test_request_edit_approve_and_guest_refusal_in_the_browser(

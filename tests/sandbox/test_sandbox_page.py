@@ -2,45 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from bot.sandbox import SlackSandbox
+from tests.browser import ARTIFACTS, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-CHROMIUM = "/usr/bin/chromium"
-HAVE_CHROMIUM = os.path.exists(CHROMIUM)
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 
 
 @pytest.fixture
 async def page() -> AsyncIterator[object]:
-    if not HAVE_CHROMIUM:
-        if os.environ.get("SAYSO_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"SAYSO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt install chromium)")
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium to run browser tests")
-    from playwright.async_api import async_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        try:
-            tab = await browser.new_page(viewport={"width": 1280, "height": 800})
-            yield tab
-        finally:
-            await browser.close()
+    async with chromium() as browser:
+        yield await browser.new_page(viewport={"width": 1280, "height": 800})
 
 
 async def test_page_renders_blocks_and_delivers_clicks(
