@@ -8,12 +8,14 @@ schema at head and does nothing.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
 
 from store.db import Database
 
@@ -36,6 +38,19 @@ def _upgrade(connection: Connection, revision: str) -> None:
 
 
 async def upgrade(db: Database, revision: str = "head") -> None:
+    """Apply migrations up to `revision`. On SQLite a locked database (another process
+    creating the schema at the same moment) is retried: whoever comes second finds head."""
+    for attempt in range(5):
+        try:
+            await _upgrade_once(db, revision)
+            return
+        except OperationalError as exc:
+            if not db.is_sqlite or "locked" not in str(exc) or attempt == 4:
+                raise
+            await asyncio.sleep(0.2 * (attempt + 1))
+
+
+async def _upgrade_once(db: Database, revision: str) -> None:
     async with db.write() as conn:
         if db.is_postgres:
             await conn.execute(

@@ -310,7 +310,16 @@ async def pending_for(
     to `count_limit` (an exact count would cost ~3.5 µs per pending request)."""
     now = now or utcnow()
     principals = [user_id, *group_ids, *([ANYONE] if include_anyone else [])]
-    listed = sa.exists().where(ra.c.request_id == req.c.id, ra.c.principal.in_(principals))
+    # A per-request index probe, never a semi-join: PostgreSQL would hash the approvers of
+    # every request ever made (most of them long decided) to count a few pending ones; the
+    # LIMIT keeps the subquery correlated (23 ms -> 2 ms at 100,000 requests).
+    listed = (
+        sa.select(sa.literal(1))
+        .where(ra.c.request_id == req.c.id, ra.c.principal.in_(principals))
+        .limit(1)
+        .scalar_subquery()
+        .is_not(None)
+    )
     conds = [
         req.c.status == "pending",
         req.c.expires_at > now,

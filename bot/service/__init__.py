@@ -44,9 +44,10 @@ class Service:
         )
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
-        # Decisions recorded at once (after their acks): a burst of clicks queues here rather
-        # than crowding the event loop that must answer Slack within 3 s.
-        self._decisions = asyncio.Semaphore(max(2, settings.max_active_runs))
+        # Work after an ack (starting a run, recording a decision) done at once: a burst of
+        # commands or clicks queues here rather than crowding the event loop that must answer
+        # Slack within 3 s.
+        self._intake = asyncio.Semaphore(max(2, settings.max_active_runs))
 
     @property
     def workspace_team_id(self) -> str | None:
@@ -69,14 +70,15 @@ class Service:
         thread_ts: str | None = None,
     ) -> str:
         assert command.agent is not None
-        return await self.runner.start_run(
-            command.agent,
-            command.text,
-            requester=requester,
-            team_id=team_id,
-            channel_id=channel_id,
-            thread_ts=thread_ts,
-        )
+        async with self._intake:
+            return await self.runner.start_run(
+                command.agent,
+                command.text,
+                requester=requester,
+                team_id=team_id,
+                channel_id=channel_id,
+                thread_ts=thread_ts,
+            )
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         return await self.decider.check(request_id, actor)
@@ -87,7 +89,7 @@ class Service:
         return await self.decider.precheck(request_id, actor, action, **kw)  # type: ignore[arg-type]
 
     async def decide(self, request_id: str, actor: Actor, action: Action, **kw: object) -> Outcome:
-        async with self._decisions:
+        async with self._intake:
             outcome = await self.decider.decide(request_id, actor, action, **kw)  # type: ignore[arg-type]
         if outcome.ok:
             await self._refresh_home(actor.user_id)
