@@ -266,31 +266,42 @@ async def decide(
     )
 
 
+async def _claim_due(
+    conn: AsyncConnection,
+    due: Sequence[Any],
+    order: Any,
+    limit: int,
+    still: Sequence[Any],
+    values: dict[str, Any],
+) -> list[str]:
+    """Mark the requests matching `due` (up to `limit`, in `order`) with `values`, only where
+    `still` holds at write time; return the ids this call changed. Safe in every replica at
+    once: PostgreSQL locks the rows it takes and skips rows another sweep holds (no
+    deadlocks); SQLite writes are serial anyway."""
+    query = sa.select(req.c.id).where(*due).order_by(order).limit(limit)
+    ids = list((await conn.scalars(query.with_for_update(skip_locked=True))).all())
+    if not ids:
+        return []
+    update = req.update().where(req.c.id.in_(ids), *still).values(**values)
+    return list((await conn.scalars(update.returning(req.c.id))).all())
+
+
 async def expire_due(db: Database, now: datetime | None, limit: int) -> list[ApprovalRequestRecord]:
     """Mark pending requests past their deadline `expired`; return only those this call did."""
     now = now or utcnow()
-    due = (
-        sa.select(req.c.id)
-        .where(req.c.status == "pending", req.c.expires_at <= now)
-        .order_by(req.c.expires_at)
-        .limit(limit)
-        # PostgreSQL: lock the rows this sweep takes and skip rows another sweep holds, so
-        # sweeps in several replicas never deadlock on each other (SQLite: writes are serial).
-        .with_for_update(skip_locked=True)
-    )
+    past = [req.c.status == "pending", req.c.expires_at <= now]
     async with db.write() as conn:
-        ids = list((await conn.scalars(due)).all())
-        if not ids:
+        done = await _claim_due(
+            conn,
+            past,
+            req.c.expires_at,
+            limit,
+            past,
+            {"status": "expired", "decided_by": "system", "decided_at": now},
+        )
+        if not done:
             return []
-        done = (
-            await conn.scalars(
-                req.update()
-                .where(req.c.id.in_(ids), req.c.status == "pending", req.c.expires_at <= now)
-                .values(status="expired", decided_by="system", decided_at=now)
-                .returning(req.c.id)
-            )
-        ).all()
-        records = await fetch(conn, sa.select(req).where(req.c.id.in_(list(done))))
+        records = await fetch(conn, sa.select(req).where(req.c.id.in_(done)))
         for r in records:
             await _audit_expiry(conn, r, now, "deadline sweep")
     return sorted(records, key=lambda r: (r.expires_at, r.id))
@@ -355,31 +366,15 @@ async def due_reminders(
     """Claim pending, unexpired requests created before `created_before` that were never
     reminded; return only those this call claimed (safe in every replica at once)."""
     now = now or utcnow()
-    due = (
-        sa.select(req.c.id)
-        .where(
-            req.c.status == "pending",
-            req.c.reminded_at.is_(None),
-            req.c.created_at <= created_before,
-            req.c.expires_at > now,
-        )
-        .order_by(req.c.created_at)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-    )
+    unreminded = [req.c.status == "pending", req.c.reminded_at.is_(None)]
+    due = [*unreminded, req.c.created_at <= created_before, req.c.expires_at > now]
     async with db.write() as conn:
-        ids = list((await conn.scalars(due)).all())
-        if not ids:
+        done = await _claim_due(
+            conn, due, req.c.created_at, limit, unreminded, {"reminded_at": now}
+        )
+        if not done:
             return []
-        done = (
-            await conn.scalars(
-                req.update()
-                .where(req.c.id.in_(ids), req.c.status == "pending", req.c.reminded_at.is_(None))
-                .values(reminded_at=now)
-                .returning(req.c.id)
-            )
-        ).all()
-        return await fetch(conn, sa.select(req).where(req.c.id.in_(list(done))))
+        return await fetch(conn, sa.select(req).where(req.c.id.in_(done)))
 
 
 async def runs_missing_cards(db: Database, created_before: datetime, limit: int) -> list[str]:
