@@ -132,6 +132,25 @@ class PersonActions(ViewFlow, SandboxCore):
         block_id: str | None = None,
     ) -> Delivery:
         """Click a button (or pick `value` in a select) in a message or an ephemeral message."""
+        payload = self.click_payload(
+            user, channel, message_ts, action_id, value=value, block_id=block_id
+        )
+        delivery = await self.send_payload("block_actions", payload)
+        delivery.trigger_id = payload["trigger_id"]
+        return self.record_delivery(delivery)
+
+    def click_payload(
+        self,
+        user: str,
+        channel: str,
+        message_ts: str,
+        action_id: str,
+        *,
+        value: str | None = None,
+        block_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The block_actions payload Slack sends for that click (with a fresh trigger_id and
+        response_url), without sending it: for tests that deliver it themselves."""
         person = self.person(user)
         message = self.ws.find(channel, message_ts)
         is_ephemeral = False
@@ -154,19 +173,15 @@ class PersonActions(ViewFlow, SandboxCore):
         if thread_ts:
             container["thread_ts"] = thread_ts
         target = ResponseUrl(channel, user, message_ts, is_ephemeral, thread_ts)
-        trigger_id = self.issue_trigger(user)
-        payload = payloads.block_actions(
+        return payloads.block_actions(
             person,
             [payloads.action(found.element, found.block_id, found.selected)],
-            trigger_id,
+            self.issue_trigger(user),
             container=container,
             channel=self.ws.channels[channel],
             message=None if is_ephemeral else copy.deepcopy(message),
             response_url=self.issue_response_url(target),
         )
-        delivery = await self.send_payload("block_actions", payload)
-        delivery.trigger_id = trigger_id
-        return self.record_delivery(delivery)
 
     async def click_in_view(
         self,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import hmac
 import time
@@ -11,9 +10,7 @@ from typing import Any
 import aiohttp
 
 from bot.sandbox import SlackSandbox, payloads
-from bot.sandbox.core import ResponseUrl
 from bot.sandbox.delivery import Deliverer
-from bot.sandbox.finder import find_element
 
 FORM = "application/x-www-form-urlencoded"
 
@@ -60,34 +57,11 @@ def click_payload(
     value: str | None = None,
 ) -> dict[str, Any]:
     """The block_actions payload Slack sends when `user` clicks `action_id` on a message
-    (built as `sandbox.click` builds it); `value` overrides the button's value."""
-    person = sandbox.person(user)
-    message = sandbox.ws.find(channel, message_ts)
-    if message is None:
-        raise LookupError(f"no message {message_ts} in {channel}")
-    found = find_element(message.get("blocks") or [], action_id, None, None)
-    container: dict[str, Any] = {
-        "type": "message",
-        "message_ts": message_ts,
-        "channel_id": channel,
-        "is_ephemeral": False,
-    }
-    thread_ts = message.get("thread_ts")
-    if thread_ts:
-        container["thread_ts"] = thread_ts
-    target = ResponseUrl(channel, user, message_ts, False, thread_ts)
-    action = payloads.action(found.element, found.block_id, found.selected)
+    (built by the sandbox); `value` overrides the button's value."""
+    payload = sandbox.click_payload(user, channel, message_ts, action_id)
     if value is not None:
-        action["value"] = value
-    return payloads.block_actions(
-        person,
-        [action],
-        sandbox.issue_trigger(user),
-        container=container,
-        channel=sandbox.ws.channels[channel],
-        message=copy.deepcopy(message),
-        response_url=sandbox.issue_response_url(target),
-    )
+        payload["actions"][0]["value"] = value
+    return payload
 
 
 def submission_payload(
