@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
-import signal
 import socket
 
 from aiohttp import web
@@ -31,7 +29,7 @@ async def run_demo(
     settings: Settings, *, port: int = 3000, agents_spec: str | None = None, host: str = "127.0.0.1"
 ) -> None:
     """Start both, print the page's URL, and stop cleanly on Ctrl-C."""
-    from bot.cli import load_agents
+    from bot.cli import load_agents, wait_for_stop
     from bot.slack.app import build_bot
 
     secret = secrets.token_hex(16)
@@ -65,15 +63,8 @@ async def run_demo(
         f"  Press Ctrl-C to stop.\n",
         flush=True,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except NotImplementedError:  # pragma: no cover
-            pass
     try:
-        await stop.wait()
+        await wait_for_stop()
     finally:
         print("\n  stopping sayso demo…", flush=True)
         await runner.cleanup()
