@@ -39,9 +39,7 @@ class Service:
         self.presenter = presenter
         self.settings = settings
         self.runner = Runner(store, agents, presenter, settings)
-        self.decider = Decider(
-            store, agents, directory, presenter, self.runner, settings, workspace_team_id
-        )
+        self.decider = Decider(store, agents, directory, presenter, self.runner, workspace_team_id)
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
         # Work after an ack (starting a run, recording a decision) done at once: a burst of

@@ -10,7 +10,7 @@ from bot.agent.tools import Tool, argument_errors
 from bot.service.permissions import may_decide
 from bot.service.ports import Directory, Presenter
 from bot.service.registry import AgentRegistry
-from bot.service.runner import Runner, ServiceSettings
+from bot.service.runner import Runner
 from store import ApprovalRequestRecord, Store
 
 log = logging.getLogger("sayso.service")
@@ -74,7 +74,6 @@ class Decider:
         directory: Directory,
         presenter: Presenter,
         runner: Runner,
-        settings: ServiceSettings,
         workspace_team_id: str | None = None,
     ) -> None:
         self.store = store
@@ -82,7 +81,6 @@ class Decider:
         self.directory = directory
         self.presenter = presenter
         self.runner = runner
-        self.settings = settings
         self.workspace_team_id = workspace_team_id
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
