@@ -23,6 +23,8 @@ class Message(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    # an assistant answer the provider cut off at its output token limit (max_tokens / length)
+    truncated: bool = False
 
 
 class Usage(BaseModel):
@@ -47,6 +49,11 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
     model: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The answer was cut off at the output token limit (its message says so too)."""
+        return self.message.truncated
 
 
 def complete_history(messages: list[Message]) -> list[Message]:

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from bot.agent.models.anthropic import AnthropicModel
-from bot.agent.models.base import Model, ModelSettings, ToolSpec
+from bot.agent.models.base import (
+    FinalResponse,
+    Model,
+    ModelSettings,
+    StreamEvent,
+    StreamingModel,
+    TextDelta,
+    ToolSpec,
+    respond,
+)
 from bot.agent.models.config import ProviderSettings
+from bot.agent.models.history import EmptyPromptError
 from bot.agent.models.openai import OpenAIChatModel
 from bot.agent.models.scripted import ScriptedModel, call, register_script
 
@@ -34,13 +44,19 @@ def resolve_model(spec: str | Model, settings: ProviderSettings | None = None) -
 
 __all__ = [
     "AnthropicModel",
+    "EmptyPromptError",
+    "FinalResponse",
     "Model",
     "ModelSettings",
     "OpenAIChatModel",
     "ProviderSettings",
     "ScriptedModel",
+    "StreamEvent",
+    "StreamingModel",
+    "TextDelta",
     "ToolSpec",
     "call",
     "register_script",
     "resolve_model",
+    "respond",
 ]

@@ -2,47 +2,81 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
 from bot.agent.errors import ModelError
 from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
-from bot.agent.models.base import ModelSettings, ToolSpec
-from bot.agent.models.http import post_json
+from bot.agent.models.anthropic_stream import EventAssembler
+from bot.agent.models.base import FinalResponse, ModelSettings, StreamEvent, TextDelta, ToolSpec
+from bot.agent.models.history import answer_text, is_blank, sendable
+from bot.agent.models.http import post_json, post_sse
+from bot.agent.models.limits import DEFAULT_MAX_TOKENS, is_cut_off, request_whole, stream_whole
 
 API_VERSION = "2023-06-01"
 
 
+def _blocks(m: Message) -> tuple[str, list[dict[str, Any]]]:
+    """The role and content blocks of one message (its text is never blank here)."""
+    if m.role == "tool":
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id}
+        if not is_blank(m.content):  # content is optional; blank text would be refused
+            result["content"] = m.content
+        return "user", [result]
+    content: list[dict[str, Any]] = []
+    if m.content:
+        content.append({"type": "text", "text": m.content})
+    for c in m.tool_calls:
+        content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})
+    return m.role, content
+
+
 def _to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
-    system = "\n\n".join(m.content or "" for m in messages if m.role == "system")
+    """System text and messages; consecutive messages of one role become one message."""
+    kept = sendable(messages)
+    system = "\n\n".join(m.content or "" for m in kept if m.role == "system")
     wire: list[dict[str, Any]] = []
-    for m in messages:
+    for m in kept:
         if m.role == "system":
             continue
-        if m.role == "tool":
-            block = {
-                "type": "tool_result",
-                "tool_use_id": m.tool_call_id,
-                "content": m.content or "",
-            }
-            if wire and wire[-1]["role"] == "user" and isinstance(wire[-1]["content"], list):
-                wire[-1]["content"].append(block)
-            else:
-                wire.append({"role": "user", "content": [block]})
-            continue
-        if m.role == "assistant":
-            content: list[dict[str, Any]] = []
-            if m.content:
-                content.append({"type": "text", "text": m.content})
-            for c in m.tool_calls:
-                content.append(
-                    {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                )
-            wire.append({"role": "assistant", "content": content})
-            continue
-        wire.append({"role": "user", "content": [{"type": "text", "text": m.content or ""}]})
+        role, blocks = _blocks(m)
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
     return system, wire
+
+
+def parse_message(data: dict[str, Any], model: str) -> ModelResponse:
+    """A Messages API response body (streamed responses are assembled into the same shape)."""
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise ModelError(f"Anthropic answered without content: {str(data)[:300]}")
+    text = "".join(str(b.get("text") or "") for b in content if b.get("type") == "text")
+    calls = [
+        ToolCall(id=b["id"], name=b["name"], arguments=b.get("input") or {})
+        for b in content
+        if b.get("type") == "tool_use"
+    ]
+    usage = data.get("usage") or {}
+    stop_reason = data.get("stop_reason")
+    return ModelResponse(
+        message=Message(
+            role="assistant",
+            content=answer_text(text),
+            tool_calls=calls,
+            truncated=is_cut_off(stop_reason),
+        ),
+        usage=Usage(
+            requests=1,
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+        ),
+        finish_reason=stop_reason,
+        model=data.get("model") or model,
+    )
 
 
 class AnthropicModel:
@@ -60,15 +94,28 @@ class AnthropicModel:
         self._api_key = api_key
         self._client = client
 
-    async def request(
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient()
+        return self._client
+
+    @property
+    def _url(self) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    @property
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def _payload(
         self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse:
+    ) -> dict[str, Any]:
+        """The request body without max_tokens (raises EmptyPromptError for a blank prompt)."""
         system, wire = _to_wire(messages)
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": wire,
-            "max_tokens": settings.max_tokens or 4096,
-        }
+        payload: dict[str, Any] = {"model": self.model, "messages": wire}
         if system:
             payload["system"] = system
         if tools:
@@ -78,30 +125,51 @@ class AnthropicModel:
             ]
         if settings.temperature is not None:
             payload["temperature"] = settings.temperature
-        headers = {"anthropic-version": API_VERSION}
-        if self._api_key:
-            headers["x-api-key"] = self._api_key
-        if self._client is None:
-            self._client = httpx.AsyncClient()
-        data = await post_json(
-            self._client, f"{self.base_url}/v1/messages", payload, headers, settings.timeout
+        return payload
+
+    async def _complete(
+        self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
+    ) -> ModelResponse:
+        body = {**payload, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
+        data = await post_json(self._http(), self._url, body, self._headers, settings.timeout)
+        return parse_message(data, self.model)
+
+    async def _stream_once(
+        self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
+    ) -> AsyncIterator[StreamEvent]:
+        body = {**payload, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS, "stream": True}
+        events = EventAssembler()
+        async for event in post_sse(self._http(), self._url, body, self._headers, settings.timeout):
+            text = events.add(event)
+            if text:
+                yield TextDelta(text)
+        if not events.finished:
+            raise ModelError(
+                "The model's stream ended before its answer was complete", retryable=True
+            )
+        yield FinalResponse(parse_message(events.message(), self.model))
+
+    async def request(
+        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        payload = self._payload(messages, tools, settings)
+        return await request_whole(
+            lambda limit: self._complete(payload, limit, settings),
+            settings.max_tokens or DEFAULT_MAX_TOKENS,
         )
-        if not isinstance(data.get("content"), list):
-            raise ModelError(f"Anthropic answered without content: {str(data)[:300]}")
-        text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
-        calls = [
-            ToolCall(id=b["id"], name=b["name"], arguments=b.get("input") or {})
-            for b in data["content"]
-            if b.get("type") == "tool_use"
-        ]
-        usage = data.get("usage") or {}
-        return ModelResponse(
-            message=Message(role="assistant", content=text or None, tool_calls=calls),
-            usage=Usage(
-                requests=1,
-                input_tokens=int(usage.get("input_tokens") or 0),
-                output_tokens=int(usage.get("output_tokens") or 0),
-            ),
-            finish_reason=data.get("stop_reason"),
-            model=data.get("model") or self.model,
-        )
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
+    ) -> AsyncIterator[StreamEvent]:
+        """Text deltas as the model writes them, then the same response `request` returns."""
+        payload = self._payload(messages, tools, settings)
+        async for event in stream_whole(
+            lambda limit: self._stream_once(payload, limit, settings),
+            lambda limit: self._complete(payload, limit, settings),
+            settings.max_tokens or DEFAULT_MAX_TOKENS,
+        ):
+            yield event
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()

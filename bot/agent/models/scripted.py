@@ -7,11 +7,12 @@ message. Register one with `@register_script("name")` and use it as `model="scri
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from typing import Any
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, overload
 
 from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
-from bot.agent.models.base import ModelSettings, ToolSpec
+from bot.agent.models.base import FinalResponse, ModelSettings, StreamEvent, TextDelta, ToolSpec
 
 ScriptReply = Message | str | ToolCall | list[ToolCall]
 ScriptFn = Callable[[list[Message], list[ToolSpec]], Any]
@@ -19,7 +20,17 @@ ScriptFn = Callable[[list[Message], list[ToolSpec]], Any]
 _SCRIPTS: dict[str, ScriptFn] = {}
 
 
-def register_script(name: str, fn: ScriptFn | None = None) -> Any:
+@overload
+def register_script(name: str, fn: None = None) -> Callable[[ScriptFn], ScriptFn]: ...
+
+
+@overload
+def register_script(name: str, fn: ScriptFn) -> ScriptFn: ...
+
+
+def register_script(
+    name: str, fn: ScriptFn | None = None
+) -> ScriptFn | Callable[[ScriptFn], ScriptFn]:
     """Register a script under `name` (usable as a decorator)."""
 
     def wrap(f: ScriptFn) -> ScriptFn:
@@ -98,9 +109,22 @@ class ScriptedModel:
         message = _to_message(reply, turn)
         prompt = sum(_estimate_tokens(m.content or "") for m in messages)
         completion = _estimate_tokens(message.content or "") + 10 * len(message.tool_calls)
+        if message.truncated:
+            finish_reason = "length"
+        else:
+            finish_reason = "tool_calls" if message.tool_calls else "stop"
         return ModelResponse(
             message=message,
             usage=Usage(requests=1, input_tokens=prompt, output_tokens=completion),
-            finish_reason="tool_calls" if message.tool_calls else "stop",
+            finish_reason=finish_reason,
             model=self.name,
         )
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
+    ) -> AsyncIterator[StreamEvent]:
+        """The scripted reply's text word by word, then the reply itself (as `request`)."""
+        response = await self.request(messages, tools, settings)
+        for word in re.findall(r"\S+\s*|\s+", response.message.content or ""):
+            yield TextDelta(word)
+        yield FinalResponse(response)
