@@ -1,4 +1,4 @@
-"""Test helpers for agents built on sayso: a fake OpenAI-compatible model server.
+"""Test helpers for agents built on sayso: a strict fake of the OpenAI and Anthropic APIs.
 
     from bot.testing import FakeModelServer
 
@@ -15,10 +15,18 @@ if TYPE_CHECKING:
         Reply,
         chat_completion,
         check_chat_request,
+        check_messages_request,
         sample_arguments,
     )
 
-__all__ = ["FakeModelServer", "Reply", "chat_completion", "check_chat_request", "sample_arguments"]
+__all__ = [
+    "FakeModelServer",
+    "Reply",
+    "chat_completion",
+    "check_chat_request",
+    "check_messages_request",
+    "sample_arguments",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""`FakeModelServer`: a real HTTP server that speaks the OpenAI Chat Completions API.
+"""`FakeModelServer`: a real HTTP server that speaks the OpenAI Chat Completions API and the
+Anthropic Messages API, as strictly as the real ones.
 
 For tests, benchmarks and people testing their own agents without a real provider::
 
@@ -12,21 +13,30 @@ For tests, benchmarks and people testing their own agents without a real provide
     await server.stop()
 
 It answers `POST /v1/chat/completions` from a queue (`reply`, `fail`, `hang`) or from
-`server.responder = fn(request_json) -> dict` (sync or async). Like real providers it answers
-400 when a request is malformed, in particular when an assistant tool call has no tool result
-before the next message ("dangling" calls); such requests are listed in `server.violations`.
+`server.responder = fn(request_json) -> dict` (sync or async). It also answers
+`POST /v1/messages` in the Anthropic Messages shape from the same queue (use `server.url` as
+the Anthropic base URL).
 
-It also answers `POST /v1/messages` in the Anthropic Messages shape from the same queue
-(use `server.url` as the Anthropic base URL).
+Like the real APIs it answers 400, with their error messages, when a request breaks their
+rules: a tool call without its result before the next message ("dangling" calls), empty or
+whitespace-only text blocks (Anthropic), null content (OpenAI), an empty message list...
+Such requests are listed in `server.violations` (`strict=False` accepts anything).
+
+Like the real models it can answer in ways a client must handle:
+- `reply(text="\\n\\n", tool_calls=[...])`: blank text before a tool call (as Claude does);
+- `reply(..., truncated=True)`: cut off at the output limit (`finish_reason: "length"`,
+  `stop_reason: "max_tokens"`), in text or inside a tool call (give the arguments as a
+  cut-off JSON string);
+- a request with `"stream": true` gets the answer as server-sent events (chunks on OpenAI,
+  content block events on Anthropic), with text and tool arguments split into many deltas;
+  `reply(..., disconnect_after=n)` drops the connection after n events.
 
 Standalone (another process, e.g. for benchmarks)::
 
     python -m bot.testing.fake_model --port 8099 --script tool-then-text --tool deploy
 
 prints `FakeModelServer listening on http://127.0.0.1:8099/v1` and serves until killed.
-Scripts: `tool-then-text` (default: call `--tool` -- or the first tool offered -- with
-`--arguments` or sample arguments built from its schema, then answer with text once a
-tool result is present), `text` (always `--text`), `echo` (repeat the last user message).
+Scripts are described in `bot.testing.model_scripts`.
 """
 
 from __future__ import annotations
@@ -36,7 +46,6 @@ import asyncio
 import inspect
 import itertools
 import json
-import sys
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,16 +53,32 @@ from typing import Any
 
 from aiohttp import web
 
-Responder = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any]]"]
-ToolCallSpec = (
-    tuple[str, dict[str, Any] | str] | tuple[str, dict[str, Any] | str, str] | dict[str, Any]
+from bot.testing.anthropic_api import (
+    anthropic_message,
+    check_messages_request,
+    error_body,
+    message_events,
 )
+from bot.testing.model_scripts import SCRIPTS, build_script, sample_arguments
+from bot.testing.openai_api import (
+    chat_chunks,
+    chat_completion,
+    check_chat_request,
+    estimate_tokens,
+)
+
+JsonObject = dict[str, Any]
+Responder = Callable[[JsonObject], JsonObject | Awaitable[JsonObject]]
+ToolCallSpec = tuple[str, JsonObject | str] | tuple[str, JsonObject | str, str] | JsonObject
+SseEvent = tuple[str | None, JsonObject | str]
+ErrorResponse = Callable[[int, str, "float | None"], web.Response]
 
 __all__ = [
     "FakeModelServer",
     "Reply",
     "chat_completion",
     "check_chat_request",
+    "check_messages_request",
     "main",
     "sample_arguments",
 ]
@@ -64,208 +89,25 @@ class Reply:
     """One queued answer: a completion, an HTTP error, or a hang (for timeouts)."""
 
     text: str | None = None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[JsonObject] = field(default_factory=list)
     status: int = 200
     error: str | None = None
     retry_after: float | None = None
     delay: float = 0.0
     usage: dict[str, int] | None = None
     finish_reason: str | None = None
+    truncated: bool = False  # cut off at the request's max_tokens
+    disconnect_after: int | None = None  # streamed: drop the connection after this many events
 
-
-def _estimate_tokens(value: Any) -> int:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return max(1, len(text) // 4)
-
-
-def chat_completion(
-    *,
-    text: str | None = None,
-    tool_calls: Sequence[dict[str, Any]] = (),
-    model: str = "fake-model",
-    usage: dict[str, int] | None = None,
-    finish_reason: str | None = None,
-    request: dict[str, Any] | None = None,
-    completion_id: str = "chatcmpl-fake",
-) -> dict[str, Any]:
-    """A standard Chat Completions response body.
-
-    `tool_calls` items are `{"id", "name", "arguments"}` (arguments a dict or a raw string);
-    arguments go on the wire as JSON strings, as real providers send them.
-    """
-    wire_calls = [
-        {
-            "id": c["id"],
-            "type": "function",
-            "function": {
-                "name": c["name"],
-                "arguments": c["arguments"]
-                if isinstance(c["arguments"], str)
-                else json.dumps(c["arguments"]),
-            },
-        }
-        for c in tool_calls
-    ]
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if wire_calls:
-        message["tool_calls"] = wire_calls
-    if usage is None:
-        prompt = _estimate_tokens((request or {}).get("messages", []))
-        completion = _estimate_tokens(text or "") + 10 * len(wire_calls)
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion}
-    usage = {
-        **usage,
-        "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0),
-    }
-    return {
-        "id": completion_id,
-        "object": "chat.completion",
-        "created": 0,
-        "model": (request or {}).get("model") or model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": finish_reason or ("tool_calls" if wire_calls else "stop"),
-            }
-        ],
-        "usage": usage,
-    }
-
-
-def check_chat_request(body: Any) -> str | None:
-    """What a real Chat Completions provider would reject with HTTP 400 (None when fine).
-
-    Checks the shape of messages and tools, and that every tool call of an assistant message
-    is answered by exactly one tool message before any other message.
-    """
-    if not isinstance(body, dict):
-        return "Request body must be a JSON object"
-    if not body.get("model"):
-        return "you must provide a model parameter"
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return "'messages' must be a non-empty array"
-    open_calls: list[str] = []  # ids of the last assistant message still waiting for a result
-    answered: set[str] = set()
-    for i, m in enumerate(messages):
-        role = m.get("role") if isinstance(m, dict) else None
-        if role not in ("system", "user", "assistant", "tool", "developer"):
-            return f"messages[{i}]: invalid role {role!r}"
-        if role == "tool":
-            cid = m.get("tool_call_id")
-            if cid not in open_calls:
-                return (
-                    f"messages[{i}]: messages with role 'tool' must be a response to a preceding "
-                    f"message with 'tool_calls' (unknown or repeated tool_call_id {cid!r})"
-                )
-            open_calls.remove(cid)
-            answered.add(cid)
-            if not isinstance(m.get("content"), str):
-                return f"messages[{i}]: tool message content must be a string"
-            continue
-        if open_calls:
-            return (
-                "An assistant message with 'tool_calls' must be followed by tool messages "
-                f"responding to each 'tool_call_id'. The following tool_call_ids did not have "
-                f"response messages: {', '.join(open_calls)}"
-            )
-        if role == "assistant":
-            calls = m.get("tool_calls") or []
-            if not calls and not m.get("content"):
-                return f"messages[{i}]: assistant message needs content or tool_calls"
-            ids = []
-            for c in calls:
-                fn = c.get("function") or {}
-                if c.get("type") != "function" or not fn.get("name") or not c.get("id"):
-                    return f"messages[{i}]: malformed tool call {c!r}"
-                if not isinstance(fn.get("arguments"), str):
-                    return f"messages[{i}]: tool call arguments must be a JSON string"
-                ids.append(c["id"])
-            if len(set(ids)) != len(ids):
-                return f"messages[{i}]: duplicate tool_call ids {ids}"
-            open_calls = ids
-        elif not isinstance(m.get("content"), str):
-            return f"messages[{i}]: {role} message content must be a string"
-    if open_calls:
-        return (
-            "An assistant message with 'tool_calls' must be followed by tool messages "
-            f"responding to each 'tool_call_id'. The following tool_call_ids did not have "
-            f"response messages: {', '.join(open_calls)}"
-        )
-    for t in body.get("tools") or []:
-        fn = t.get("function") if isinstance(t, dict) else None
-        if not isinstance(t, dict) or t.get("type") != "function" or not isinstance(fn, dict):
-            return f"Invalid tool {t!r}"
-        if not fn.get("name") or not isinstance(fn.get("parameters", {}), dict):
-            return f"Invalid tool {t!r}"
-        if fn.get("parameters", {}).get("type", "object") != "object":
-            return f"Tool {fn['name']}: parameters must be a JSON Schema object"
-    return None
-
-
-def check_messages_request(body: Any) -> str | None:
-    """What the Anthropic Messages API would reject (tool_use without a tool_result, shapes)."""
-    if not isinstance(body, dict) or not body.get("model") or not body.get("max_tokens"):
-        return "model and max_tokens are required"
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return "messages: must be a non-empty list"
-    open_ids: list[str] = []
-    for i, m in enumerate(messages):
-        blocks = m.get("content")
-        if isinstance(blocks, str):
-            blocks = [{"type": "text", "text": blocks}]
-        if m.get("role") not in ("user", "assistant") or not isinstance(blocks, list):
-            return f"messages.{i}: invalid message"
-        results = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
-        missing = [cid for cid in open_ids if cid not in results]
-        if missing:
-            return (
-                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
-                f"immediately after: {', '.join(missing)}"
-            )
-        if m["role"] == "assistant":
-            if not blocks:
-                return f"messages.{i}: assistant content must be non-empty"
-            open_ids = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-        else:
-            open_ids = []
-    if open_ids:
-        return f"`tool_use` ids were found without `tool_result` blocks: {', '.join(open_ids)}"
-    return None
-
-
-def _anthropic_message(reply: Reply, request: dict[str, Any], msg_id: str) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    if reply.text:
-        content.append({"type": "text", "text": reply.text})
-    for c in reply.tool_calls:
-        args = c["arguments"]
-        content.append(
-            {
-                "type": "tool_use",
-                "id": c["id"],
-                "name": c["name"],
-                "input": json.loads(args) if isinstance(args, str) else args,
-            }
-        )
-    usage = reply.usage or {
-        "prompt_tokens": _estimate_tokens(request.get("messages", [])),
-        "completion_tokens": _estimate_tokens(reply.text or "") + 10 * len(reply.tool_calls),
-    }
-    return {
-        "id": msg_id,
-        "type": "message",
-        "role": "assistant",
-        "model": request.get("model", "fake-model"),
-        "content": content,
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
-        "usage": {
-            "input_tokens": usage.get("prompt_tokens", 0),
-            "output_tokens": usage.get("completion_tokens", 0),
-        },
-    }
+    def usage_for(self, request: JsonObject) -> dict[str, int]:
+        """The usage to report: given, or estimated (all of max_tokens when cut off)."""
+        if self.usage is not None:
+            return self.usage
+        completion = estimate_tokens(self.text or "") + 10 * len(self.tool_calls)
+        if self.truncated and isinstance(request.get("max_tokens"), int):
+            completion = request["max_tokens"]
+        prompt = estimate_tokens(request.get("messages", []))
+        return {"prompt_tokens": prompt, "completion_tokens": completion}
 
 
 class FakeModelServer:
@@ -274,6 +116,9 @@ class FakeModelServer:
     Answers come from the queue filled by `reply`/`fail`/`hang` (first in, first out), or,
     when the queue is empty, from `responder`. With neither, it answers HTTP 400 saying no
     reply is queued (not retryable, so a test fails fast with a clear error).
+
+    Streamed answers split text and tool arguments into pieces of `stream_chunk_size`
+    characters and wait `stream_delay` seconds between events.
     """
 
     def __init__(
@@ -284,13 +129,17 @@ class FakeModelServer:
         responder: Responder | None = None,
         strict: bool = True,
         model: str = "fake-model",
+        stream_chunk_size: int = 5,
+        stream_delay: float = 0.0,
     ) -> None:
         self.host = host
         self.port = port
         self.responder = responder
         self.strict = strict
         self.model = model
-        self.requests: list[dict[str, Any]] = []
+        self.stream_chunk_size = stream_chunk_size
+        self.stream_delay = stream_delay
+        self.requests: list[JsonObject] = []
         self.headers: list[dict[str, str]] = []
         self.violations: list[str] = []
         self._queue: deque[Reply] = deque()
@@ -346,19 +195,28 @@ class FakeModelServer:
         usage: dict[str, int] | None = None,
         finish_reason: str | None = None,
         delay: float = 0.0,
+        truncated: bool = False,
+        disconnect_after: int | None = None,
     ) -> list[str]:
         """Queue a completion; returns the tool call ids (generated as `call_<n>` unless given).
 
         A tool call is `("deploy", {"environment": "staging"})`, `(name, args, call_id)` or
         `{"name": ..., "arguments": ..., "id": ...}`; arguments may be a raw string (e.g.
-        invalid JSON). `usage` is `{"prompt_tokens": n, "completion_tokens": m}`.
+        invalid or cut-off JSON). `usage` is `{"prompt_tokens": n, "completion_tokens": m}`.
+        `truncated` answers as cut off at max_tokens (`length` / `max_tokens`).
         """
         calls = [self._normalize_call(c) for c in tool_calls]
         if text is None and not calls:
             raise ValueError("reply() needs text or tool_calls")
         self._queue.append(
             Reply(
-                text=text, tool_calls=calls, usage=usage, finish_reason=finish_reason, delay=delay
+                text=text,
+                tool_calls=calls,
+                usage=usage,
+                finish_reason=finish_reason,
+                delay=delay,
+                truncated=truncated,
+                disconnect_after=disconnect_after,
             )
         )
         return [c["id"] for c in calls]
@@ -388,29 +246,25 @@ class FakeModelServer:
         return len(self._queue)
 
     @property
-    def last_request(self) -> dict[str, Any]:
+    def last_request(self) -> JsonObject:
         return self.requests[-1]
 
-    def _normalize_call(self, c: ToolCallSpec) -> dict[str, Any]:
+    def _normalize_call(self, c: ToolCallSpec) -> JsonObject:
         if isinstance(c, dict):
             name, args, cid = c["name"], c.get("arguments", {}), c.get("id")
-        elif len(c) == 3:
-            name, args, cid = c  # type: ignore[misc]
         else:
-            name, args = c  # type: ignore[misc]
-            cid = None
+            name, args = c[0], c[1]
+            cid = c[2] if len(c) == 3 else None
         return {"id": cid or f"call_{next(self._ids)}", "name": name, "arguments": args}
 
     # -- serving -------------------------------------------------------------------------
 
-    async def _next(self, body: dict[str, Any]) -> Reply | dict[str, Any]:
+    async def _next(self, body: JsonObject) -> Reply | JsonObject:
         if self._queue:
             return self._queue.popleft()
         if self.responder is not None:
             value = self.responder(body)
-            if inspect.isawaitable(value):
-                value = await value
-            return value
+            return await value if inspect.isawaitable(value) else value
         return Reply(
             status=400, error=f"FakeModelServer: no reply queued for request #{len(self.requests)}"
         )
@@ -428,56 +282,109 @@ class FakeModelServer:
         body = {"error": {"message": message, "type": "invalid_request_error", "code": status}}
         return web.json_response(body, status=status, headers=headers)
 
-    async def _read(self, request: web.Request) -> dict[str, Any] | web.Response:
+    @staticmethod
+    def _anthropic_error(
+        status: int, message: str, retry_after: float | None = None
+    ) -> web.Response:
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+        return web.json_response(error_body(status, message), status=status, headers=headers)
+
+    async def _read(self, request: web.Request) -> JsonObject | str:
+        """The request body (recorded), or what is wrong with it."""
         try:
             body = await request.json()
         except ValueError:
-            return self._error(400, "Request body is not valid JSON")
+            return "Request body is not valid JSON"
+        if not isinstance(body, dict):
+            return "Request body must be a JSON object"
         self.requests.append(body)
         self.headers.append(dict(request.headers))
         return body
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _answer(
+        self, request: web.Request, check: Callable[[Any], str | None], error: ErrorResponse
+    ) -> tuple[JsonObject, JsonObject | Reply] | web.Response:
+        """(request body, answer), or the error response when the request is refused."""
         body = await self._read(request)
-        if isinstance(body, web.Response):
-            return body
-        problem = check_chat_request(body) if self.strict else None
+        if isinstance(body, str):
+            return error(400, body, None)
+        problem = check(body) if self.strict else None
         if problem:
             self.violations.append(problem)
-            return self._error(400, problem)
+            return error(400, problem, None)
         answer = await self._next(body)
-        if isinstance(answer, dict):  # a responder built the whole body
-            return web.json_response(answer)
-        await self._sleep(answer.delay)
-        if answer.status != 200:
-            return self._error(answer.status, answer.error or "error", answer.retry_after)
-        return web.json_response(
-            chat_completion(
-                text=answer.text,
-                tool_calls=answer.tool_calls,
-                model=self.model,
-                usage=answer.usage,
-                finish_reason=answer.finish_reason,
-                request=body,
-                completion_id=f"chatcmpl-{len(self.requests)}",
-            )
+        if isinstance(answer, Reply):
+            await self._sleep(answer.delay)
+            if answer.status != 200:
+                return error(answer.status, answer.error or "error", answer.retry_after)
+        return body, answer
+
+    async def _sse(
+        self, request: web.Request, events: Sequence[SseEvent], disconnect_after: int | None
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        for n, (name, data) in enumerate(events):
+            if disconnect_after is not None and n >= disconnect_after:
+                if request.transport is not None:
+                    request.transport.close()
+                return response
+            text = data if isinstance(data, str) else json.dumps(data)
+            line = (f"event: {name}\n" if name else "") + f"data: {text}\n\n"
+            await response.write(line.encode())
+            await self._sleep(self.stream_delay)
+        await response.write_eof()
+        return response
+
+    def _completion(self, reply: Reply, body: JsonObject) -> JsonObject:
+        finish_reason = "length" if reply.truncated else reply.finish_reason
+        return chat_completion(
+            text=reply.text,
+            tool_calls=reply.tool_calls,
+            model=self.model,
+            usage=reply.usage_for(body),
+            finish_reason=finish_reason,
+            request=body,
+            completion_id=f"chatcmpl-{len(self.requests)}",
         )
 
-    async def _messages(self, request: web.Request) -> web.Response:
-        body = await self._read(request)
-        if isinstance(body, web.Response):
-            return body
-        problem = check_messages_request(body) if self.strict else None
-        if problem:
-            self.violations.append(problem)
-            return self._error(400, problem)
-        answer = await self._next(body)
-        if isinstance(answer, dict):
-            return web.json_response(answer)
-        await self._sleep(answer.delay)
-        if answer.status != 200:
-            return self._error(answer.status, answer.error or "error", answer.retry_after)
-        return web.json_response(_anthropic_message(answer, body, f"msg_{len(self.requests)}"))
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        answered = await self._answer(request, check_chat_request, self._error)
+        if isinstance(answered, web.Response):
+            return answered
+        body, answer = answered
+        completion = answer if isinstance(answer, dict) else self._completion(answer, body)
+        if not body.get("stream"):
+            return web.json_response(completion)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        chunks = chat_chunks(completion, include_usage=include_usage, size=self.stream_chunk_size)
+        events: list[SseEvent] = [(None, c) for c in chunks]
+        events.append((None, "[DONE]"))
+        return await self._sse(request, events, _disconnect_after(answer))
+
+    def _message(self, reply: Reply, body: JsonObject) -> JsonObject:
+        return anthropic_message(
+            text=reply.text,
+            tool_calls=reply.tool_calls,
+            model=str(body.get("model") or self.model),
+            stop_reason="max_tokens" if reply.truncated else None,
+            usage=reply.usage_for(body),
+            message_id=f"msg_{len(self.requests)}",
+        )
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        answered = await self._answer(request, check_messages_request, self._anthropic_error)
+        if isinstance(answered, web.Response):
+            return answered
+        body, answer = answered
+        message = answer if isinstance(answer, dict) else self._message(answer, body)
+        if not body.get("stream"):
+            return web.json_response(message)
+        raw_inputs = {} if isinstance(answer, dict) else _raw_inputs(answer)
+        events = message_events(message, raw_inputs=raw_inputs, size=self.stream_chunk_size)
+        return await self._sse(request, list(events), _disconnect_after(answer))
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response(
@@ -485,89 +392,27 @@ class FakeModelServer:
         )
 
 
+def _disconnect_after(answer: JsonObject | Reply) -> int | None:
+    return answer.disconnect_after if isinstance(answer, Reply) else None
+
+
+def _raw_inputs(reply: Reply) -> dict[str, str]:
+    """Tool arguments given as JSON text (e.g. cut off) are streamed as they are."""
+    return {c["id"]: c["arguments"] for c in reply.tool_calls if isinstance(c["arguments"], str)}
+
+
 # -- script mode (python -m bot.testing.fake_model) -----------------------------------------
-
-
-def sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
-    """Plausible arguments for a JSON Schema object: enum -> first value, str -> "test", ..."""
-    out: dict[str, Any] = {}
-    props = schema.get("properties") or {}
-    for name in schema.get("required") or list(props):
-        prop = props.get(name, {})
-        if "default" in prop:
-            out[name] = prop["default"]
-        elif prop.get("enum"):
-            out[name] = prop["enum"][0]
-        elif "const" in prop:
-            out[name] = prop["const"]
-        else:
-            kind = prop.get("type")
-            out[name] = {
-                "integer": 1,
-                "number": 1.0,
-                "boolean": True,
-                "array": [],
-                "object": {},
-            }.get(kind, "test")
-    return out
-
-
-def _last_user_text(body: dict[str, Any]) -> str:
-    for m in reversed(body.get("messages", [])):
-        if m.get("role") == "user":
-            return str(m.get("content") or "")
-    return ""
-
-
-def build_script(
-    name: str, *, tool: str | None = None, arguments: str | None = None, text: str = "Done."
-) -> Responder:
-    """A built-in responder for script mode (see the module docstring)."""
-    counter = itertools.count(1)
-
-    def reply(**kw: Any) -> dict[str, Any]:
-        return chat_completion(**kw)
-
-    if name == "echo":
-        return lambda body: reply(text=f"You said: {_last_user_text(body)}", request=body)
-    if name == "text":
-        return lambda body: reply(text=text, request=body)
-    if name != "tool-then-text":
-        raise ValueError(f"Unknown script {name!r}: use tool-then-text, text or echo")
-
-    def tool_then_text(body: dict[str, Any]) -> dict[str, Any]:
-        messages = body.get("messages", [])
-        last = messages[-1] if messages else {}
-        if last.get("role") == "tool":
-            return reply(text=f"{text} Tool result: {last.get('content')}", request=body)
-        tools = [t["function"] for t in body.get("tools") or []]
-        chosen = next((t for t in tools if t["name"] == tool), None) if tool else None
-        if chosen is None and tool is None and tools:
-            chosen = tools[0]
-        if chosen is None and tool is None:
-            return reply(text=text, request=body)
-        args = (
-            json.loads(arguments)
-            if arguments
-            else sample_arguments((chosen or {}).get("parameters") or {})
-        )
-        call = {"id": f"call_{next(counter)}", "name": tool or chosen["name"], "arguments": args}  # type: ignore[index]
-        return reply(tool_calls=[call], request=body)
-
-    return tool_then_text
 
 
 async def _serve(args: argparse.Namespace) -> None:
     server = FakeModelServer(args.host, args.port, strict=not args.lenient)
-    server.responder = build_script(
-        args.script, tool=args.tool, arguments=args.arguments, text=args.text
-    )
+    script = build_script(args.script, tool=args.tool, arguments=args.arguments, text=args.text)
+    server.responder = script
     if args.latency:
-        inner = server.responder
 
-        async def slow(body: dict[str, Any]) -> dict[str, Any]:
+        async def slow(body: JsonObject) -> JsonObject:
             await asyncio.sleep(args.latency)
-            return inner(body)  # type: ignore[return-value]
+            return script(body)
 
         server.responder = slow
     await server.start()
@@ -588,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--script",
         default="tool-then-text",
-        choices=["tool-then-text", "text", "echo"],
+        choices=list(SCRIPTS),
         help="built-in responder (default: tool-then-text)",
     )
     parser.add_argument("--tool", help="tool to call (default: the first tool offered)")
@@ -604,4 +449,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
