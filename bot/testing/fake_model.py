@@ -118,7 +118,8 @@ class FakeModelServer:
     reply is queued (not retryable, so a test fails fast with a clear error).
 
     Streamed answers split text and tool arguments into pieces of `stream_chunk_size`
-    characters and wait `stream_delay` seconds between events.
+    characters and wait `stream_delay` seconds between events. With `streaming=False` it
+    answers JSON even when asked to stream, like some OpenAI-compatible servers.
     """
 
     def __init__(
@@ -131,6 +132,7 @@ class FakeModelServer:
         model: str = "fake-model",
         stream_chunk_size: int = 5,
         stream_delay: float = 0.0,
+        streaming: bool = True,
     ) -> None:
         self.host = host
         self.port = port
@@ -139,6 +141,7 @@ class FakeModelServer:
         self.model = model
         self.stream_chunk_size = stream_chunk_size
         self.stream_delay = stream_delay
+        self.streaming = streaming
         self.requests: list[JsonObject] = []
         self.headers: list[dict[str, str]] = []
         self.violations: list[str] = []
@@ -356,7 +359,7 @@ class FakeModelServer:
             return answered
         body, answer = answered
         completion = answer if isinstance(answer, dict) else self._completion(answer, body)
-        if not body.get("stream"):
+        if not (body.get("stream") and self.streaming):
             return web.json_response(completion)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         chunks = chat_chunks(completion, include_usage=include_usage, size=self.stream_chunk_size)
@@ -380,7 +383,7 @@ class FakeModelServer:
             return answered
         body, answer = answered
         message = answer if isinstance(answer, dict) else self._message(answer, body)
-        if not body.get("stream"):
+        if not (body.get("stream") and self.streaming):
             return web.json_response(message)
         raw_inputs = {} if isinstance(answer, dict) else _raw_inputs(answer)
         events = message_events(message, raw_inputs=raw_inputs, size=self.stream_chunk_size)

@@ -21,6 +21,7 @@ from bot.agent.models import (
     ToolSpec,
     respond,
 )
+from bot.agent.models.anthropic_stream import EventAssembler
 from bot.testing import FakeModelServer
 
 from .conftest import FAST
@@ -222,3 +223,27 @@ async def test_scripted_models_stream_word_by_word() -> None:
     deltas, response = await streamed(model)
     assert deltas[:2] == ["**Deployed** ", "v2 "]
     assert "".join(deltas) == response.message.content
+
+
+async def test_a_provider_that_does_not_stream_is_a_clear_error() -> None:
+    """An OpenAI-compatible server that ignores `stream: true` and answers JSON."""
+    async with FakeModelServer(streaming=False) as server:
+        model = make_model("openai", server)
+        server.reply(text=TEXT)
+        with pytest.raises(ModelError, match="instead of server-sent events") as caught:
+            await streamed(model)
+        assert not caught.value.retryable
+        server.reply(text=TEXT)
+        assert (await model.request(PROMPT, TOOLS, FAST)).message.content == TEXT
+        await model.aclose()
+
+
+@pytest.mark.parametrize(
+    ("kind", "retryable"), [("overloaded_error", True), ("invalid_request_error", False)]
+)
+def test_an_anthropic_error_event_mid_stream_is_a_model_error(kind: str, retryable: bool) -> None:
+    events = EventAssembler()
+    events.add({"type": "message_start", "message": {"content": [], "usage": {}}})
+    with pytest.raises(ModelError, match=f"mid-stream \\({kind}\\): boom") as caught:
+        events.add({"type": "error", "error": {"type": kind, "message": "boom"}})
+    assert caught.value.retryable is retryable

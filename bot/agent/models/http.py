@@ -93,6 +93,12 @@ async def post_sse(
             if response.status_code >= 400:
                 await response.aread()
                 _raise_for_status(response)
+            kind = response.headers.get("content-type", "")
+            if not kind.startswith("text/event-stream"):
+                raise ModelError(
+                    f"Model provider at {url} answered a streamed request with {kind or 'no'} "
+                    "content instead of server-sent events: it does not stream"
+                )
             async for data in sse_data(response.aiter_lines()):
                 if data.strip() == "[DONE]":
                     return
