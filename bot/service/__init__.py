@@ -11,7 +11,7 @@ from typing import Any
 from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
 from bot.service.commands import Command, parse
-from bot.service.decide import Action, Decider
+from bot.service.decide import OUTPUT_FIELD, Action, Decider
 from bot.service.outcome import Actor, Outcome
 from bot.service.permissions import may_decide, may_decide_open_requests
 from bot.service.ports import Directory, Person, Presenter
@@ -307,6 +307,7 @@ class Service:
 
 
 __all__ = [
+    "OUTPUT_FIELD",
     "Action",
     "Actor",
     "AgentRegistry",

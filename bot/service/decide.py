@@ -31,6 +31,8 @@ _VERB: dict[str, str] = {
     "expired": "expired",
     "cancelled": "cancelled",
 }
+OUTPUT_FIELD = "output"
+"""The field error key for an answer or a review (edits use the argument names)."""
 _ANSWERS: tuple[PersonAction, ...] = ("answer", "review")
 """Actions that give the call its output."""
 
@@ -207,11 +209,10 @@ class Decider:
             try:
                 tool.parse_output(output)
             except ValueError as exc:
-                return Outcome("invalid", str(exc), request, {"answer": str(exc)})
+                return Outcome("invalid", str(exc), request, {OUTPUT_FIELD: str(exc)})
         if action == "review" and not (isinstance(output, str) and output.strip()):
-            return Outcome(
-                "invalid", "Write your review.", request, {"input": "Write your review."}
-            )
+            message = "Write your review."
+            return Outcome("invalid", message, request, {OUTPUT_FIELD: message})
         return None
 
     async def refresh_card(self, request: ApprovalRequestRecord) -> None:

@@ -80,7 +80,7 @@ class Bot:
             )
         except Exception as exc:
             log.warning("event=auth_test_failed error=%s", exc)
-        if not self.service.settings.default_approvers and not _any_approvers(self.service.agents):
+        if not self.service.settings.default_approvers and not self.service.agents.names_approvers:
             log.warning(
                 "event=no_approvers_configured: any full member of the workspace may decide; "
                 "set SAYSO_APPROVERS or approvers= on agents and tools"
@@ -207,10 +207,6 @@ class ProvideService(AsyncMiddleware):
     ) -> BoltResponse | None:
         req.context[SERVICE_KEY] = self.service
         return await next()
-
-
-def _any_approvers(agents: AgentRegistry) -> bool:
-    return any(a.approvers or any(t.approvers for t in a.tools.values()) for a in agents)
 
 
 def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None = None) -> Bot:

@@ -9,9 +9,9 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Tool
-from bot.service import Service
+from bot.service import OUTPUT_FIELD, Service
 from bot.slack.blocks import modals
-from bot.slack.ids import SUBMIT_DECISION, CallbackId
+from bot.slack.ids import SUBMIT_DECISION, BlockId, CallbackId
 from bot.slack.listeners.common import actor_from, service_of, tell_actor
 from store import ApprovalRequestRecord
 
@@ -23,20 +23,27 @@ def request_id_of(view: dict[str, Any]) -> str:
     return str(view.get("private_metadata") or "").strip()
 
 
-def _first_input(view: dict[str, Any]) -> str | None:
-    for block in view.get("blocks", []):
-        if block.get("type") == "input" and block.get("block_id"):
-            return str(block["block_id"])
-    return None
+def _inputs(view: dict[str, Any]) -> list[str]:
+    """The block ids of the modal's inputs, in order."""
+    blocks = view.get("blocks", [])
+    return [str(b["block_id"]) for b in blocks if b.get("type") == "input" and b.get("block_id")]
 
 
-def _field_errors(view: dict[str, Any], errors: dict[str, str], message: str) -> dict[str, str]:
-    """The errors to show under the modal's inputs: those naming one of its input blocks, else
-    `message` under its first input (Slack refuses errors naming other blocks)."""
-    inputs = {b.get("block_id") for b in view.get("blocks", []) if b.get("type") == "input"}
+OUTPUT_INPUT = {CallbackId.ANSWER: BlockId.ANSWER_INPUT, CallbackId.REVIEW: BlockId.REVIEW_INPUT}
+"""The input of each form where the person writes a call's output."""
+
+
+def _field_errors(
+    view: dict[str, Any], callback_id: CallbackId, errors: dict[str, str], message: str
+) -> dict[str, str]:
+    """The service's field errors under the modal's inputs (an output's under the form's
+    output input), else `message` under its first input: Slack refuses errors naming
+    blocks that are not inputs."""
+    inputs = _inputs(view)
+    if callback_id in OUTPUT_INPUT and OUTPUT_FIELD in errors:
+        errors = {**errors, OUTPUT_INPUT[callback_id]: errors[OUTPUT_FIELD]}
     shown = {k: v for k, v in errors.items() if k in inputs}
-    first = _first_input(view)
-    return shown or ({first: message} if first else {})
+    return shown or ({inputs[0]: message} if inputs else {})
 
 
 async def _submit(
@@ -54,7 +61,7 @@ async def _submit(
     action = SUBMIT_DECISION[callback_id]
     checked = await service.precheck(request_id, actor, action, **given)
     if not checked.ok:
-        errors = _field_errors(view, checked.errors, checked.message)
+        errors = _field_errors(view, callback_id, checked.errors, checked.message)
         if errors:
             await ack(response_action="errors", errors=errors)
             return
