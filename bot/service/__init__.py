@@ -12,7 +12,7 @@ from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
 from bot.service.commands import Command, parse
 from bot.service.decide import OUTPUT_FIELD, Action, Decider
-from bot.service.outcome import Actor, Outcome
+from bot.service.outcome import IGNORED, Actor, Outcome
 from bot.service.permissions import may_decide, may_decide_open_requests
 from bot.service.ports import Directory, Person, Presenter
 from bot.service.registry import AgentRegistry
@@ -217,50 +217,53 @@ class Service:
         team_id: str | None,
         text: str,
         ts: str,
-    ) -> str | None:
+    ) -> Outcome:
         """A person replied in a thread: answer a review or a single question, or follow up.
 
-        Returns a message for that person alone, or None.
-        """
+        Not ok with a message: tell that person alone. "ignored": not a reply for sayso."""
         run = await self.store.run_for_thread(channel_id, thread_ts)
-        if run is None or not text.strip() or not user_id:
-            return None
+        text = text.strip()
+        if run is None or not text or not user_id:
+            return IGNORED
         actor = Actor(user_id=user_id, team_id=team_id)
         if run.status == "waiting_for_human":
-            result = await self.store.load_result(run.id)
-            if result is None or result.run.pause is None:
-                return None
-            pending = [
-                r for r in await self.store.current_requests(run.id) if r.status == "pending"
-            ]
-            reviews = [r for r in pending if r.kind == "review"]
-            questions = [r for r in pending if r.kind == "hitl"]
-            if reviews:
-                outcome = await self.decide(reviews[0].id, actor, "review", output=text.strip())
-            elif len(questions) == 1 and len(pending) == 1:
-                outcome = await self.decide(questions[0].id, actor, "answer", output=text.strip())
-            elif questions:
-                return "Several requests are open here: use the buttons on their cards."
-            else:
-                return "This run is waiting for a decision: use the buttons on the cards above."
-            return None if outcome.ok else outcome.message
+            return await self._answer_in_thread(run, actor, text)
         if run.status == "running":
-            return "The agent is still working in this thread; reply again once it answers."
+            message = "The agent is still working in this thread; reply again once it answers."
+            return Outcome("invalid", message, run=run)
         agent = self.agents.get(run.agent_id)
         if agent is None:
-            return None
+            return IGNORED
         previous = await self.store.load_result(run.id)
         history = complete_history(previous.run.messages) if previous else []
         await self.runner.start_run(
             agent,
-            text.strip(),
+            text,
             requester=user_id,
             team_id=team_id,
             channel_id=channel_id,
             thread_ts=thread_ts,
             history=history,
         )
-        return None
+        return Outcome("started", run=run)
+
+    async def _answer_in_thread(self, run: RunRecord, actor: Actor, text: str) -> Outcome:
+        """A reply where a run waits: it answers the review, or the one question asked."""
+        result = await self.store.load_result(run.id)
+        if result is None or result.run.pause is None:
+            return IGNORED
+        pending = [r for r in await self.store.current_requests(run.id) if r.status == "pending"]
+        reviews = [r for r in pending if r.kind == "review"]
+        questions = [r for r in pending if r.kind == "hitl"]
+        if reviews:
+            return await self.decide(reviews[0].id, actor, "review", output=text)
+        if len(questions) == 1 and len(pending) == 1:
+            return await self.decide(questions[0].id, actor, "answer", output=text)
+        if questions:
+            message = "Several requests are open here: use the buttons on their cards."
+        else:
+            message = "This run is waiting for a decision: use the buttons on the cards above."
+        return Outcome("invalid", message, run=run)
 
     # -- sweeping: expiry, continuation of ready runs, crash recovery --------------------------
 

@@ -7,11 +7,15 @@ from typing import Final, Literal
 
 from store import ApprovalRequestRecord, RunRecord
 
-OutcomeKind = Literal["decided", "retried", "denied", "lost", "expired", "not_found", "invalid"]
-"""decided / retried: done. denied: not this person. lost: someone else was first (or holds
-the run). expired: too late. not_found: no such request or run. invalid: bad input."""
+OutcomeKind = Literal[
+    "decided", "retried", "started", "ignored", "denied", "lost", "expired", "not_found", "invalid"
+]
+"""decided / retried / started: done (a decision, a retry, a follow-up run). ignored: nothing
+to do (a thread reply sayso does not answer). denied: not this person. lost: someone else was
+first (or holds the run). expired: too late. not_found: no such request or run. invalid: bad
+input, or not now (the message says why)."""
 
-DONE: Final[frozenset[OutcomeKind]] = frozenset({"decided", "retried"})
+DONE: Final[frozenset[OutcomeKind]] = frozenset({"decided", "retried", "started"})
 
 
 @dataclass(frozen=True)
@@ -39,3 +43,6 @@ class Outcome:
     @property
     def agent_id(self) -> str | None:
         return self.run.agent_id if self.run else None
+
+
+IGNORED: Final = Outcome("ignored")

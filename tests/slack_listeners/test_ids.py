@@ -168,4 +168,5 @@ async def test_every_button_and_form_the_builders_make_has_a_listener(tmp_path: 
             submission = payloads.view_submission(person, view, "T_FORM")
             delivery = await w.sandbox.send_payload("view_submission", submission)
             assert delivery.status == 200, surface["callback_id"]
-        await w.service.runner.idle()
+        # each button's listener, after its ack, tells the person the request is gone (a DM)
+        await w.sandbox.wait_for(lambda sb: len(sb.calls_to("chat.postMessage")) >= len(clicks))

@@ -44,6 +44,7 @@ async def test_on_open_form_then_on_reject_rejects_with_the_reason(tmp_path: Pat
         card = await w.start_deploy()
         w.model.reply(text="Not deployed.")
         await w.sandbox.click("U_MEMBER", GENERAL, card["ts"], ActionId.REJECT)
+        await w.sandbox.wait_for(lambda sb: sb.open_views("U_MEMBER"))  # opened after the ack
         [form] = w.sandbox.open_views("U_MEMBER")
         assert form["callback_id"] == CallbackId.REJECT
         delivery = await w.sandbox.submit_view("U_MEMBER", form["id"], {"reason": "Not today"})

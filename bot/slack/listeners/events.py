@@ -73,7 +73,7 @@ async def on_message(
     service = service_of(context)
     if not await first_delivery(service, body):
         return
-    problem = await service.thread_reply(
+    outcome = await service.thread_reply(
         channel_id=event["channel"],
         thread_ts=event["thread_ts"],
         user_id=event.get("user", ""),
@@ -81,8 +81,9 @@ async def on_message(
         text=event.get("text", ""),
         ts=event.get("ts", ""),
     )
-    if problem:
-        await tell(client, event.get("user", ""), problem, event["channel"], event["thread_ts"])
+    if not outcome.ok and outcome.message:
+        user, channel, thread_ts = event.get("user", ""), event["channel"], event["thread_ts"]
+        await tell(client, user, outcome.message, channel, thread_ts)
 
 
 async def on_home_opened(event: dict[str, Any], context: AsyncBoltContext) -> None:
