@@ -4,21 +4,37 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from bot.agent.messages import complete_history
+from bot.agent.vocabulary import PersonAction
 from bot.service.commands import Command, parse
-from bot.service.decide import Action, Actor, Decider, Outcome
-from bot.service.permissions import may_decide
+from bot.service.decide import OUTPUT_FIELD, Action, Decider
+from bot.service.outcome import IGNORED, Actor, Outcome
+from bot.service.permissions import may_decide, may_decide_open_requests
 from bot.service.ports import Directory, Person, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner, ServiceSettings
 from store import ApprovalRequestRecord, RunRecord, Store
+from store.requests import INBOX_COUNT_LIMIT
 
 log = logging.getLogger("sayso.service")
 
 PURGE_EVERY = timedelta(hours=1)
 CARD_GRACE = timedelta(seconds=30)  # the pausing process posts cards well within this
+
+
+@dataclass(frozen=True)
+class Inbox:
+    """What one person may decide now (newest first, each with its run) and their recent runs."""
+
+    pending: list[tuple[ApprovalRequestRecord, RunRecord]]
+    total: int
+    total_is_lower_bound: bool
+    """The count stopped at `total`: there may be more."""
+    recent_runs: list[RunRecord]
 
 
 class Service:
@@ -78,30 +94,79 @@ class Service:
                 thread_ts=thread_ts,
             )
 
+    # -- approval requests and runs, for the front ends -----------------------------------
+
+    async def approval_request(self, request_id: str) -> ApprovalRequestRecord | None:
+        return await self.store.get_request(request_id) if request_id else None
+
+    async def request_with_run(
+        self, request_id: str
+    ) -> tuple[ApprovalRequestRecord, RunRecord] | None:
+        """An approval request and its run, or None when either no longer exists."""
+        request = await self.approval_request(request_id)
+        run = await self.run_of(request) if request else None
+        return (request, run) if request and run else None
+
+    async def run_of(self, request: ApprovalRequestRecord) -> RunRecord | None:
+        return await self.store.get_run(request.run_id)
+
+    async def is_run_thread(self, channel_id: str, thread_ts: str) -> bool:
+        """Is this thread the one of a run (where replies go to the run)?"""
+        return await self.store.run_for_thread(channel_id, thread_ts) is not None
+
+    async def first_delivery(self, key: str) -> bool:
+        """True the first time `key` (an event id, a request signature) is seen by any replica:
+        the front end handles a delivery Slack retries, or a replica replays, only once."""
+        return await self.store.first_delivery(key)
+
+    # -- deciding -------------------------------------------------------------------------
+
     async def check(self, request_id: str, actor: Actor) -> Outcome:
+        """May this person decide this request now? (Before opening a form.)"""
         return await self.decider.check(request_id, actor)
 
     async def precheck(
-        self, request_id: str, actor: Actor, action: Action, **kw: object
+        self,
+        request_id: str,
+        actor: Actor,
+        action: PersonAction,
+        *,
+        arguments: dict[str, Any] | None = None,
+        reason: str | None = None,
+        output: Any = None,
     ) -> Outcome:
-        return await self.decider.precheck(request_id, actor, action, **kw)  # type: ignore[arg-type]
+        """Everything `decide` checks, without deciding (a reason needs no check)."""
+        return await self.decider.precheck(request_id, actor, action, arguments, output)
 
-    async def decide(self, request_id: str, actor: Actor, action: Action, **kw: object) -> Outcome:
+    async def decide(
+        self,
+        request_id: str,
+        actor: Actor,
+        action: PersonAction,
+        *,
+        arguments: dict[str, Any] | None = None,
+        reason: str | None = None,
+        output: Any = None,
+    ) -> Outcome:
         async with self._intake:
-            outcome = await self.decider.decide(request_id, actor, action, **kw)  # type: ignore[arg-type]
+            outcome = await self.decider.decide(
+                request_id, actor, action, arguments=arguments, reason=reason, output=output
+            )
         if outcome.ok:
             await self._refresh_home(actor.user_id)
         return outcome
 
-    async def retry(self, run_id: str, actor: Actor) -> str:
+    async def retry(self, run_id: str, actor: Actor) -> Outcome:
+        """Run a failed run again (its requester or its approvers may)."""
         run = await self.store.get_run(run_id)
         if run is None:
-            return "This run no longer exists."
+            return Outcome("not_found", "This run no longer exists.")
         if run.status != "failed":
-            return f"This run is {run.status.replace('_', ' ')}; there is nothing to retry."
-        agent = self.agents.get(run.agent_id)
-        approvers = (agent.approvers if agent else ()) or self.settings.default_approvers
+            status = run.status.replace("_", " ")
+            return Outcome("invalid", f"This run is {status}; there is nothing to retry.", run=run)
         if actor.user_id != run.requester:
+            agent = self.agents.get(run.agent_id)
+            approvers = (agent.approvers if agent else ()) or self.settings.default_approvers
             verdict = await may_decide(
                 self.directory,
                 user_id=actor.user_id,
@@ -112,32 +177,30 @@ class Service:
                 allow_self_approval=True,
             )
             if not verdict.allowed:
-                return "Only the person who started this run or its approvers may retry it."
+                message = "Only the person who started this run or its approvers may retry it."
+                return Outcome("denied", message, run=run)
         if not await self.runner.continue_run(run_id, retry=True):
-            return "Someone is already retrying this run."
+            return Outcome("lost", "Someone is already retrying this run.", run=run)
         await self.store.audit(actor=actor.user_id, action="retry", run_id=run_id, outcome="ok")
-        return ""
+        return Outcome("retried", "The run starts again.", run=run)
 
-    async def inbox(
-        self, user_id: str, limit: int = 20
-    ) -> tuple[list[tuple[ApprovalRequestRecord, RunRecord]], int, list[RunRecord]]:
+    async def inbox(self, user_id: str, limit: int = 20) -> Inbox:
         """What the person may decide now (newest first), the total, and their recent runs."""
         groups = self.agents.approver_groups(self.settings.default_approvers)
         mine = [g for g in sorted(groups) if user_id in await self.directory.group_members(g)]
-        person = await self.directory.person(user_id)
-        full_member = bool(
-            person
-            and not person.is_guest
-            and not person.is_bot
-            and (not self.workspace_team_id or person.team_id == self.workspace_team_id)
+        anyone = await may_decide_open_requests(
+            self.directory, user_id=user_id, workspace_team_id=self.workspace_team_id
         )
         requests, total = await self.store.pending_for(
-            user_id, mine, include_anyone=full_member, limit=limit
+            user_id, mine, include_anyone=anyone, limit=limit, count_limit=INBOX_COUNT_LIMIT
         )
         runs = await self.store.get_runs([r.run_id for r in requests])
-        pairs = [(r, runs[r.run_id]) for r in requests if r.run_id in runs]
-        recent = await self.store.list_runs(requester=user_id, limit=10)
-        return pairs, total, recent
+        return Inbox(
+            pending=[(r, runs[r.run_id]) for r in requests if r.run_id in runs],
+            total=total,
+            total_is_lower_bound=total >= INBOX_COUNT_LIMIT,
+            recent_runs=await self.store.list_runs(requester=user_id, limit=10),
+        )
 
     async def _refresh_home(self, user_id: str) -> None:
         try:
@@ -154,50 +217,53 @@ class Service:
         team_id: str | None,
         text: str,
         ts: str,
-    ) -> str | None:
+    ) -> Outcome:
         """A person replied in a thread: answer a review or a single question, or follow up.
 
-        Returns a message for that person alone, or None.
-        """
+        Not ok with a message: tell that person alone. "ignored": not a reply for sayso."""
         run = await self.store.run_for_thread(channel_id, thread_ts)
-        if run is None or not text.strip() or not user_id:
-            return None
+        text = text.strip()
+        if run is None or not text or not user_id:
+            return IGNORED
         actor = Actor(user_id=user_id, team_id=team_id)
         if run.status == "waiting_for_human":
-            result = await self.store.load_result(run.id)
-            if result is None or result.run.pause is None:
-                return None
-            pending = [
-                r for r in await self.store.current_requests(run.id) if r.status == "pending"
-            ]
-            reviews = [r for r in pending if r.kind == "review"]
-            questions = [r for r in pending if r.kind == "hitl"]
-            if reviews:
-                outcome = await self.decide(reviews[0].id, actor, "review", output=text.strip())
-            elif len(questions) == 1 and len(pending) == 1:
-                outcome = await self.decide(questions[0].id, actor, "answer", output=text.strip())
-            elif questions:
-                return "Several requests are open here: use the buttons on their cards."
-            else:
-                return "This run is waiting for a decision: use the buttons on the cards above."
-            return None if outcome.ok else outcome.message
+            return await self._answer_in_thread(run, actor, text)
         if run.status == "running":
-            return "The agent is still working in this thread; reply again once it answers."
+            message = "The agent is still working in this thread; reply again once it answers."
+            return Outcome("invalid", message, run=run)
         agent = self.agents.get(run.agent_id)
         if agent is None:
-            return None
+            return IGNORED
         previous = await self.store.load_result(run.id)
         history = complete_history(previous.run.messages) if previous else []
         await self.runner.start_run(
             agent,
-            text.strip(),
+            text,
             requester=user_id,
             team_id=team_id,
             channel_id=channel_id,
             thread_ts=thread_ts,
             history=history,
         )
-        return None
+        return Outcome("started", run=run)
+
+    async def _answer_in_thread(self, run: RunRecord, actor: Actor, text: str) -> Outcome:
+        """A reply where a run waits: it answers the review, or the one question asked."""
+        result = await self.store.load_result(run.id)
+        if result is None or result.run.pause is None:
+            return IGNORED
+        pending = [r for r in await self.store.current_requests(run.id) if r.status == "pending"]
+        reviews = [r for r in pending if r.kind == "review"]
+        questions = [r for r in pending if r.kind == "hitl"]
+        if reviews:
+            return await self.decide(reviews[0].id, actor, "review", output=text)
+        if len(questions) == 1 and len(pending) == 1:
+            return await self.decide(questions[0].id, actor, "answer", output=text)
+        if questions:
+            message = "Several requests are open here: use the buttons on their cards."
+        else:
+            message = "This run is waiting for a decision: use the buttons on the cards above."
+        return Outcome("invalid", message, run=run)
 
     # -- sweeping: expiry, continuation of ready runs, crash recovery --------------------------
 
@@ -205,7 +271,7 @@ class Service:
         now = now or datetime.now(UTC)
         for request in await self.store.expire_due(now):
             log.info("event=request_expired run_id=%s call_id=%s", request.run_id, request.call_id)
-            await self.decider._show(request)
+            await self.decider.refresh_card(request)
         for run_id in await self.store.ready_runs(now):
             await self.runner.continue_run(run_id)
         for run_id in await self.store.runs_missing_cards(now - CARD_GRACE):
@@ -244,11 +310,13 @@ class Service:
 
 
 __all__ = [
+    "OUTPUT_FIELD",
     "Action",
     "Actor",
     "AgentRegistry",
     "Command",
     "Directory",
+    "Inbox",
     "Outcome",
     "Person",
     "Presenter",

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from bot.agent.tools import Tool, argument_errors
+from bot.agent.vocabulary import (
+    ALL_APPROVAL_DECISIONS,
+    OUTCOME_OF,
+    PersonAction,
+)
+from bot.service.outcome import Actor, Outcome, OutcomeKind
 from bot.service.permissions import may_decide
 from bot.service.ports import Directory, Presenter
 from bot.service.registry import AgentRegistry
@@ -15,17 +20,10 @@ from store import ApprovalRequestRecord, Store
 
 log = logging.getLogger("sayso.service")
 
-Action = Literal["approve", "edit", "reject", "answer", "review"]
-OutcomeKind = Literal["decided", "denied", "lost", "expired", "not_found", "invalid"]
+Action = PersonAction
+"""Kept for code written against `bot.service.Action`: use `PersonAction`."""
 
-_STATUS_FOR: dict[str, str] = {
-    "approve": "approved",
-    "edit": "edited",
-    "reject": "rejected",
-    "answer": "answered",
-    "review": "answered",
-}
-_VERB = {
+_VERB: dict[str, str] = {
     "approved": "approved",
     "edited": "approved with edits",
     "rejected": "rejected",
@@ -33,25 +31,10 @@ _VERB = {
     "expired": "expired",
     "cancelled": "cancelled",
 }
-
-
-@dataclass(frozen=True)
-class Actor:
-    user_id: str
-    team_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    kind: OutcomeKind
-    message: str = ""
-    request: ApprovalRequestRecord | None = None
-    errors: dict[str, str] = field(default_factory=dict)
-    agent_id: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.kind == "decided"
+OUTPUT_FIELD = "output"
+"""The field error key for an answer or a review (edits use the argument names)."""
+_ANSWERS: tuple[PersonAction, ...] = ("answer", "review")
+"""Actions that give the call its output."""
 
 
 def already_decided(request: ApprovalRequestRecord) -> str:
@@ -109,16 +92,15 @@ class Decider:
                 actor.user_id,
             )
             return Outcome("denied", verdict.reason, request)
-        return Outcome("decided", "", request, agent_id=run.agent_id if run else None)
+        return Outcome("decided", "", request, run=run)
 
     async def precheck(
         self,
         request_id: str,
         actor: Actor,
-        action: Action,
+        action: PersonAction,
         arguments: dict[str, Any] | None = None,
         output: Any = None,
-        reason: str | None = None,
     ) -> Outcome:
         """Everything `decide` checks before its write (who, still pending, valid input),
         without writing: lets a modal answer with field errors within Slack's 3 s."""
@@ -126,7 +108,7 @@ class Decider:
         if not checked.ok or checked.request is None:
             if checked.kind == "lost" and checked.request is not None:
                 r = checked.request
-                detail = f"wanted={_STATUS_FOR[action]} status={r.status} decided_by={r.decided_by}"
+                detail = f"wanted={OUTCOME_OF[action]} status={r.status} decided_by={r.decided_by}"
                 await self._audit_attempt(r, actor, "lost", detail)
             return checked
         tool = self.agents.tool(checked.agent_id or "", checked.request.tool_name)
@@ -137,7 +119,7 @@ class Decider:
         self,
         request_id: str,
         actor: Actor,
-        action: Action,
+        action: PersonAction,
         *,
         arguments: dict[str, Any] | None = None,
         reason: str | None = None,
@@ -156,17 +138,17 @@ class Decider:
         result = await self.store.decide(
             request.id,
             actor=actor.user_id,
-            status=_STATUS_FOR[action],  # type: ignore[arg-type]
+            status=OUTCOME_OF[action],
             reason=reason,
             edited_arguments=arguments if action == "edit" else None,
-            output=output if action in ("answer", "review") else None,
+            output=output if action in _ANSWERS else None,
         )
         if result.request is None:
             return Outcome("not_found", "This request no longer exists.")
         if not result.won:
             kind: OutcomeKind = "expired" if result.expired else "lost"
             if result.expired:
-                await self._show(result.request)
+                await self.refresh_card(result.request)
             return Outcome(kind, already_decided(result.request), result.request)
         log.info(
             "event=decided run_id=%s call_id=%s actor=%s status=%s",
@@ -175,7 +157,7 @@ class Decider:
             actor.user_id,
             result.request.status,
         )
-        await self._show(result.request)
+        await self.refresh_card(result.request)
         if result.run_ready:
             await self.runner.continue_run(request.run_id)
         return Outcome(
@@ -203,17 +185,16 @@ class Decider:
         self,
         request: ApprovalRequestRecord,
         tool: Tool | None,
-        action: Action,
+        action: PersonAction,
         arguments: Any,
         output: Any,
     ) -> Outcome | None:
         if request.kind == "review":
-            ok = action in ("review", "answer")
+            ok = action in _ANSWERS
         elif request.kind in ("manual", "hitl"):
             ok = action in ("answer", "reject")
         else:
-            allowed = tool.allowed_decisions if tool else ("approve", "edit", "reject")
-            ok = action in allowed
+            ok = action in (tool.allowed_decisions if tool else ALL_APPROVAL_DECISIONS)
         if not ok:
             return Outcome("invalid", f"`{action}` is not a decision this request allows.", request)
         if action == "edit":
@@ -228,14 +209,14 @@ class Decider:
             try:
                 tool.parse_output(output)
             except ValueError as exc:
-                return Outcome("invalid", str(exc), request, {"answer": str(exc)})
+                return Outcome("invalid", str(exc), request, {OUTPUT_FIELD: str(exc)})
         if action == "review" and not (isinstance(output, str) and output.strip()):
-            return Outcome(
-                "invalid", "Write your review.", request, {"input": "Write your review."}
-            )
+            message = "Write your review."
+            return Outcome("invalid", message, request, {OUTPUT_FIELD: message})
         return None
 
-    async def _show(self, request: ApprovalRequestRecord) -> None:
+    async def refresh_card(self, request: ApprovalRequestRecord) -> None:
+        """Show the request's current status on its card (a failure is logged, not raised)."""
         run = await self.store.get_run(request.run_id)
         if run is None:
             return

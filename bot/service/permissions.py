@@ -52,3 +52,22 @@ async def may_decide(
         if user_id in await directory.group_members(group):
             return Verdict(True)
     return Verdict(False, f"Only {who} may decide this request.")
+
+
+async def may_decide_open_requests(
+    directory: Directory, *, user_id: str, workspace_team_id: str | None
+) -> bool:
+    """May this person decide requests that name no approver (open to any full member)?
+
+    The same rule as `may_decide` with no approvers listed, for a request the person did
+    not start (the inbox leaves their own out when self-approval is off)."""
+    verdict = await may_decide(
+        directory,
+        user_id=user_id,
+        team_id=None,
+        workspace_team_id=workspace_team_id,
+        approvers=(),
+        requester=None,
+        allow_self_approval=True,
+    )
+    return verdict.allowed

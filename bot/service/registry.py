@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from bot.agent import Agent, Tool
 
@@ -48,11 +48,16 @@ class AgentRegistry:
     def ids(self) -> list[str]:
         return list(self._agents)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Agent]:
         return iter(self._agents.values())
 
     def __len__(self) -> int:
         return len(self._agents)
+
+    @property
+    def names_approvers(self) -> bool:
+        """Does any agent or tool list its approvers? (Else any full member decides.)"""
+        return any(a.approvers or any(t.approvers for t in a.tools.values()) for a in self)
 
     def approver_groups(self, defaults: Iterable[str]) -> set[str]:
         """Every user group named anywhere (for the inbox query)."""

@@ -29,6 +29,18 @@ class ServiceSettings:
     max_active_runs: int = 8
 
 
+def run_context(
+    requester: str | None, team_id: str | None, channel_id: str | None, *, follow_up: bool
+) -> dict[str, Any]:
+    """The context a run's tools receive (`follow_up`: it continues an earlier run's thread)."""
+    return {
+        "requested_by": requester,
+        "team_id": team_id,
+        "channel_id": channel_id,
+        "follow_up": follow_up,
+    }
+
+
 class Runner:
     """Drives runs: one process at a time per run, fenced by the store's lease."""
 
@@ -124,12 +136,7 @@ class Runner:
         log.info("event=run_created run_id=%s agent=%s requester=%s", run_id, agent.id, requester)
         await self.store.audit(actor=requester, action="start", run_id=run_id, outcome="ok")
         conversation: list[Message] = [*(history or []), Message(role="user", content=text)]
-        context = {
-            "requested_by": requester,
-            "team_id": team_id,
-            "channel_id": channel_id,
-            "follow_up": thread_ts is not None,
-        }
+        context = run_context(requester, team_id, channel_id, follow_up=thread_ts is not None)
         if thread_ts is None and channel_id is not None:
             run = await self.store.get_run(run_id)
             assert run is not None
@@ -207,12 +214,7 @@ class Runner:
             return
         if result is None:  # died before its first save: nothing ran, start it again
             log.warning("event=run_restarted run_id=%s reason=no_saved_state", run.id)
-            context = {
-                "requested_by": run.requester,
-                "team_id": run.team_id,
-                "channel_id": run.channel_id,
-                "follow_up": False,
-            }
+            context = run_context(run.requester, run.team_id, run.channel_id, follow_up=False)
 
             async def restart(acc: Any, ev: Any) -> RunResult:
                 return await agent.run(

@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.middleware.async_middleware import AsyncMiddleware
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -25,10 +26,10 @@ from bot.service.registry import AgentRegistry
 from bot.slack.blocks import home
 from bot.slack.directory import SlackDirectory
 from bot.slack.listeners import register
+from bot.slack.listeners.common import SERVICE_KEY
 from bot.slack.presenter import SlackPresenter
 from bot.slack.render import card_info, run_info
 from store import Store
-from store.requests import INBOX_COUNT_LIMIT
 
 log = logging.getLogger("sayso.slack")
 
@@ -79,7 +80,7 @@ class Bot:
             )
         except Exception as exc:
             log.warning("event=auth_test_failed error=%s", exc)
-        if not self.service.settings.default_approvers and not _any_approvers(self.service.agents):
+        if not self.service.settings.default_approvers and not self.service.agents.names_approvers:
             log.warning(
                 "event=no_approvers_configured: any full member of the workspace may decide; "
                 "set SAYSO_APPROVERS or approvers= on agents and tools"
@@ -190,8 +191,22 @@ def drop_replays(guard: ReplayGuard) -> Callable[..., Awaitable[BoltResponse | N
     return middleware
 
 
-def _any_approvers(agents: AgentRegistry) -> bool:
-    return any(a.approvers or any(t.approvers for t in a.tools.values()) for a in agents)
+class ProvideService(AsyncMiddleware):
+    """Bolt middleware: puts the Service in every request's context, where listeners find it
+    with `service_of(context)` (as Netflix Dispatch hands its listeners a database session)."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    async def async_process(
+        self,
+        *,
+        req: AsyncBoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], Awaitable[BoltResponse]],
+    ) -> BoltResponse | None:
+        req.context[SERVICE_KEY] = self.service
+        return await next()
 
 
 def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None = None) -> Bot:
@@ -206,14 +221,13 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
 
     async def refresh_home(user_id: str) -> None:
         assert service is not None
-        pairs, total, runs = await service.inbox(user_id)
-        cards = [card_info(request, run, agents) for request, run in pairs]
+        inbox = await service.inbox(user_id)
         view = home.home_view(
-            cards,
-            total,
-            [run_info(r) for r in runs],
+            [card_info(request, run, agents) for request, run in inbox.pending],
+            inbox.total,
+            [run_info(r) for r in inbox.recent_runs],
             user_id=user_id,
-            total_is_lower_bound=total >= INBOX_COUNT_LIMIT,
+            total_is_lower_bound=inbox.total_is_lower_bound,
         )
         await client.views_publish(user_id=user_id, view=view)
 
@@ -225,8 +239,9 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         request_verification_enabled=True,
         logger=logging.getLogger("sayso.bolt"),
     )
-    register(app, service)
-    app.middleware(drop_replays(ReplayGuard()))
+    app.use(drop_replays(ReplayGuard()))
+    app.use(ProvideService(service))
+    register(app)
 
     @app.error
     async def on_error(error: Exception, body: dict[str, Any]) -> None:

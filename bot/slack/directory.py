@@ -57,6 +57,3 @@ class SlackDirectory:
         members = frozenset(users or [])
         self._groups[group_id] = (time.monotonic() + self.ttl, members)
         return members
-
-    async def groups_of(self, user_id: str, group_ids: set[str]) -> list[str]:
-        return [g for g in sorted(group_ids) if user_id in await self.group_members(g)]

@@ -34,13 +34,16 @@ class SlackPresenter:
         resp = await self.client.chat_postMessage(
             channel=run.channel_id, thread_ts=run.thread_ts, **message
         )
-        return resp["ts"]
+        return str(resp["ts"])
 
     async def post_root(self, run: RunRecord) -> str:
+        """The message that starts the run's thread; its ts becomes the thread's."""
+        if not run.channel_id:
+            raise ValueError(f"run {run.id} has no channel to post its first message in")
         resp = await self.client.chat_postMessage(
             channel=run.channel_id, **messages.root_message(run_info(run))
         )
-        return resp["ts"]
+        return str(resp["ts"])
 
     async def update_root(self, run: RunRecord) -> None:
         if run.channel_id and run.thread_ts and run.requester is not None:

@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+from typing import TypeVar, get_args
+
+from bot.agent.vocabulary import (
+    ALL_APPROVAL_DECISIONS,
+    RequestKind,
+    RequestStatus,
+    RunStatus,
+)
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo
 from store import ApprovalRequestRecord, RunRecord
+
+_Word = TypeVar("_Word", bound=str)
+
+_REQUEST_KINDS: tuple[RequestKind, ...] = get_args(RequestKind)
+_REQUEST_STATUSES: tuple[RequestStatus, ...] = get_args(RequestStatus)
+_RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+
+
+def one_of(value: str, words: tuple[_Word, ...]) -> _Word:
+    """`value` as a word of the vocabulary (the store only writes those)."""
+    for word in words:
+        if word == value:
+            return word
+    raise ValueError(f"{value!r} is not one of {', '.join(words)}")
 
 
 def run_info(run: RunRecord, error: str | None = None) -> RunInfo:
     return RunInfo(
         run_id=run.id,
         agent_id=run.agent_id,
-        status=run.status,
+        status=one_of(run.status, _RUN_STATUSES),
         request_text=run.request_text or "",
         requester=run.requester,
         channel_id=run.channel_id,
@@ -28,13 +50,13 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         run_id=request.run_id,
         agent_id=run.agent_id,
         tool_name=request.tool_name,
-        kind=request.kind,
+        kind=one_of(request.kind, _REQUEST_KINDS),
         arguments=dict(request.arguments or {}),
-        status=request.status,
+        status=one_of(request.status, _REQUEST_STATUSES),
         tool_description=tool.description if tool else "",
         requester=request.requester or run.requester,
         expires_at=request.expires_at,
-        allowed_decisions=tuple(tool.allowed_decisions) if tool else ("approve", "edit", "reject"),
+        allowed_decisions=tuple(tool.allowed_decisions) if tool else ALL_APPROVAL_DECISIONS,
         confirm=bool(tool and tool.confirm),
         interrupted=bool(request.interrupted),
         approvers=tuple(a for a in request.approvers if a != "*"),

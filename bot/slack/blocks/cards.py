@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from bot.agent.vocabulary import ALL_APPROVAL_DECISIONS, RequestKind
 from bot.slack.blocks import limits as L
 from bot.slack.blocks.data import CardInfo
 from bot.slack.blocks.fmt import (
@@ -16,8 +17,9 @@ from bot.slack.blocks.fmt import (
     utc,
     who_may_decide,
 )
+from bot.slack.ids import DECISION_BUTTON, ActionId, BlockId
 
-PENDING_TITLE = {
+PENDING_TITLE: dict[RequestKind, tuple[str, str]] = {
     "approval": (":raising_hand:", "Approval needed"),
     "manual": (":hammer_and_wrench:", "Manual step needed"),
     "hitl": (":question:", "A question for you"),
@@ -28,7 +30,7 @@ INTERRUPTED = (
     "partly run. "
     "Check its effects before you decide: approving runs it again."
 )
-DONE_TITLE = {
+DONE_TITLE: dict[RequestKind, str] = {
     "approval": "Approval request",
     "manual": "Manual step",
     "hitl": "Question",
@@ -48,32 +50,56 @@ def quote(raw: str, limit: int = L.SECTION_TEXT, note: str = L.CUT_NOTE) -> str:
     return L.cut_text("\n".join("> " + line for line in lines), limit, note)
 
 
+_APPROVAL_BUTTON: dict[ActionId, tuple[str, str | None]] = {
+    ActionId.APPROVE: ("Approve", "primary"),
+    ActionId.EDIT: ("Edit", None),
+    ActionId.REJECT: ("Reject", "danger"),
+}
+
+
+def _approval_button(card: CardInfo, action_id: ActionId) -> dict[str, Any]:
+    text, style = _APPROVAL_BUTTON[action_id]
+    confirm = None
+    if action_id is ActionId.APPROVE and card.confirm:
+        confirm = L.confirm_dialog(
+            f"Run {card.tool_name}?",
+            f"Approving runs {_q(card.tool_name)} with the arguments shown.",
+            "Approve",
+        )
+    return L.button(text, action_id, card.request_id, style=style, confirm=confirm)
+
+
+def view_args_button(request_id: str) -> dict[str, Any]:
+    return L.button(VIEW_ARGS_TEXT, ActionId.VIEW_ARGS, request_id)
+
+
+def actions_block(request_id: str, elements: list[dict[str, Any]]) -> dict[str, Any]:
+    """The buttons of one approval request (on its card or on App Home)."""
+    return {
+        "type": "actions",
+        "block_id": L.block_id(BlockId.ACTIONS_PREFIX, request_id),
+        "elements": elements,
+    }
+
+
 def decision_buttons(card: CardInfo, args_cut: bool = False) -> list[dict[str, Any]]:
     """The buttons of a pending card; value is always the request id."""
     rid = card.request_id
     out: list[dict[str, Any]] = []
     if card.kind == "review":
-        out.append(L.button("Review", "review", rid, style="primary"))
+        out.append(L.button("Review", ActionId.REVIEW, rid, style="primary"))
     elif card.kind in ("manual", "hitl"):
         label = "Enter result" if card.kind == "manual" else "Answer"
-        out.append(L.button(label, "answer", rid, style="primary"))
+        out.append(L.button(label, ActionId.ANSWER, rid, style="primary"))
     else:
-        allowed = card.allowed_decisions or ("approve", "edit", "reject")
-        if "approve" in allowed:
-            confirm = None
-            if card.confirm:
-                confirm = L.confirm_dialog(
-                    f"Run {card.tool_name}?",
-                    f"Approving runs {_q(card.tool_name)} with the arguments shown.",
-                    "Approve",
-                )
-            out.append(L.button("Approve", "approve", rid, style="primary", confirm=confirm))
-        if "edit" in allowed:
-            out.append(L.button("Edit", "edit", rid))
-        if "reject" in allowed:
-            out.append(L.button("Reject", "reject", rid, style="danger"))
+        allowed = card.allowed_decisions or ALL_APPROVAL_DECISIONS
+        out.extend(
+            _approval_button(card, DECISION_BUTTON[decision])
+            for decision in ALL_APPROVAL_DECISIONS
+            if decision in allowed
+        )
     if args_cut:
-        out.append(L.button(VIEW_ARGS_TEXT, "view_args", rid))
+        out.append(view_args_button(rid))
     return out
 
 
@@ -92,7 +118,7 @@ def _header(card: CardInfo) -> dict[str, Any]:
         text = f"{emoji} *{title}*: {_q(card.tool_name)} for agent *{L.escape(card.agent_id)}*"
     if card.tool_description and card.kind != "review":
         text += "\n" + L.escape(L.cut_text(one_line(card.tool_description), 500))
-    return L.section(text, "card_header")
+    return L.section(text, BlockId.CARD_HEADER)
 
 
 def _meta(card: CardInfo, now: datetime | None) -> dict[str, Any]:
@@ -104,7 +130,7 @@ def _meta(card: CardInfo, now: datetime | None) -> dict[str, Any]:
         parts.append(f"Who may decide: {who_may_decide(card.approvers)}")
         if card.kind == "review":
             parts.append("Click *Review* to respond, or reply in this thread.")
-    return L.context(parts, "card_meta")
+    return L.context(parts, BlockId.CARD_META)
 
 
 def _decided_by(card: CardInfo) -> str:
@@ -134,7 +160,7 @@ def decision_line(card: CardInfo) -> str:
     return f"Status: {L.escape(s)}{by}"
 
 
-def changes_text(old: dict, new: dict) -> str:
+def changes_text(old: dict[str, Any], new: dict[str, Any]) -> str:
     """`key`: old -> new for each changed top-level argument."""
     lines = []
     for key in list(dict.fromkeys([*old, *new])):
@@ -154,15 +180,17 @@ def _output_text(output: Any, limit: int = L.SECTION_TEXT) -> str:
 
 def _decision_blocks(card: CardInfo) -> list[dict[str, Any]]:
     rid = card.request_id
-    blocks = [L.section(decision_line(card), L.block_id("decision", rid))]
+    blocks = [L.section(decision_line(card), L.block_id(BlockId.DECISION_PREFIX, rid))]
     if card.status == "edited" and card.edited_arguments is not None:
         text = "*Changed:*\n" + changes_text(card.arguments, card.edited_arguments)
-        blocks.append(L.section(text, "card_changes"))
+        blocks.append(L.section(text, BlockId.CARD_CHANGES))
     elif card.status == "rejected":
         reason = quote(card.reason, 2900) if card.reason else "_No reason given._"
-        blocks.append(L.section("*Reason:*\n" + reason, "card_reason"))
+        blocks.append(L.section("*Reason:*\n" + reason, BlockId.CARD_REASON))
     elif card.status == "answered" and card.output is not None:
-        blocks.append(L.section("*Answer:*\n" + _output_text(card.output, 2900), "card_answer"))
+        blocks.append(
+            L.section("*Answer:*\n" + _output_text(card.output, 2900), BlockId.CARD_ANSWER)
+        )
     return blocks
 
 
@@ -170,22 +198,10 @@ def _closing(card: CardInfo, args_cut: bool) -> list[dict[str, Any]]:
     """Buttons while pending; the decision once decided (only View full arguments stays)."""
     rid = card.request_id
     if card.status == "pending":
-        return [
-            {
-                "type": "actions",
-                "block_id": L.block_id("actions", rid),
-                "elements": decision_buttons(card, args_cut),
-            }
-        ]
+        return [actions_block(rid, decision_buttons(card, args_cut))]
     blocks = _decision_blocks(card)
     if args_cut:
-        blocks.append(
-            {
-                "type": "actions",
-                "block_id": L.block_id("actions", rid),
-                "elements": [L.button(VIEW_ARGS_TEXT, "view_args", rid)],
-            }
-        )
+        blocks.append(actions_block(rid, [view_args_button(rid)]))
     return blocks
 
 
@@ -203,12 +219,20 @@ def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, An
         return review_card(card, now=now)
     blocks = [_header(card)]
     if card.interrupted and card.status == "pending":
-        blocks.append(L.section(INTERRUPTED, "card_interrupted"))
+        blocks.append(L.section(INTERRUPTED, BlockId.CARD_INTERRUPTED))
     args, cut = L.code_block(pretty_json(card.arguments), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
-    blocks.append(L.section(args, "card_args"))
+    blocks.append(L.section(args, BlockId.CARD_ARGS))
     blocks.append(_meta(card, now))
     blocks.extend(_closing(card, cut))
     return {"text": _fallback(card), "blocks": blocks}
+
+
+def payload_text(payload: Any) -> tuple[str, bool]:
+    """A review's payload: text as a block quote, anything else as JSON; (mrkdwn, was cut)."""
+    if isinstance(payload, str):
+        cut = len(L.escape(payload)) + 2 * (payload.count("\n") + 1) > L.SECTION_TEXT
+        return quote(payload, L.SECTION_TEXT, L.ARGS_CUT_NOTE), cut
+    return L.code_block(pretty_json(payload), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
 
 
 def review_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, Any]:
@@ -218,15 +242,11 @@ def review_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, Any
     payload = args.get("payload")
     blocks = [_header(card)]
     if reason:
-        blocks.append(L.section("*Why:* " + L.escape(str(reason)), "card_reason_for_review"))
+        blocks.append(L.section("*Why:* " + L.escape(str(reason)), BlockId.CARD_REASON_FOR_REVIEW))
     cut = False
     if payload is not None and payload != "":
-        if isinstance(payload, str):
-            text = quote(payload, L.SECTION_TEXT, L.ARGS_CUT_NOTE)
-            cut = len(L.escape(payload)) + 2 * (payload.count("\n") + 1) > L.SECTION_TEXT
-        else:
-            text, cut = L.code_block(pretty_json(payload), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
-        blocks.append(L.section(text, "card_args"))
+        text, cut = payload_text(payload)
+        blocks.append(L.section(text, BlockId.CARD_ARGS))
     blocks.append(_meta(card, now))
     blocks.extend(_closing(card, cut))
     return {"text": _fallback(card), "blocks": blocks}

@@ -6,7 +6,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-DECISIONS: tuple[str, ...] = ("approve", "edit", "reject")
+from bot.agent.vocabulary import (
+    ALL_APPROVAL_DECISIONS,
+    ApprovalDecision,
+    RequestKind,
+    RequestStatus,
+    RunStatus,
+    ToolKind,
+)
 
 
 @dataclass(frozen=True)
@@ -17,23 +24,23 @@ class CardInfo:
     run_id: str
     agent_id: str
     tool_name: str  # for review: "human_review"
-    kind: str  # 'approval' | 'manual' | 'hitl' | 'review'
-    arguments: dict  # review: {"reason": ..., "payload": ...}
-    status: str = "pending"  # pending|approved|edited|rejected|answered|expired|cancelled
+    kind: RequestKind
+    arguments: dict[str, Any]  # review: {"reason": ..., "payload": ...}
+    status: RequestStatus = "pending"
     tool_description: str = ""
     requester: str | None = None
     expires_at: datetime | None = None
-    allowed_decisions: tuple[str, ...] = DECISIONS
+    allowed_decisions: tuple[ApprovalDecision, ...] = ALL_APPROVAL_DECISIONS
     confirm: bool = False
     interrupted: bool = False
     approvers: tuple[str, ...] = ()
     decided_by: str | None = None
     decided_at: datetime | None = None
     reason: str | None = None
-    edited_arguments: dict | None = None
+    edited_arguments: dict[str, Any] | None = None
     output: Any = None
     returns_object: bool = False
-    parameters: dict | None = None
+    parameters: dict[str, Any] | None = None
     created_at: datetime | None = None  # added: orders the home tab (newest first)
 
 
@@ -43,7 +50,7 @@ class RunInfo:
 
     run_id: str
     agent_id: str
-    status: str  # running | waiting_for_human | completed | failed | cancelled
+    status: RunStatus
     request_text: str
     requester: str | None = None
     channel_id: str | None = None
@@ -59,4 +66,4 @@ class AgentInfo:
 
     agent_id: str
     description: str
-    tools: tuple[tuple[str, str, str], ...]  # (name, kind, description)
+    tools: tuple[tuple[str, ToolKind, str], ...]  # (name, kind, description)

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.slack.blocks.fmt import pretty_json
+from bot.slack.ids import ActionId
 
-ACTION_ID = "value"
+ACTION_ID = ActionId.VALUE
 BOOL_OPTIONS = ("true", "false")
 
 
@@ -27,7 +28,7 @@ class Field:
     has_default: bool = False
 
 
-def _resolve(prop: dict, defs: dict) -> dict:
+def _resolve(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     for _ in range(10):
         ref = prop.get("$ref")
         if not isinstance(ref, str):
@@ -42,7 +43,7 @@ def _resolve(prop: dict, defs: dict) -> dict:
     return prop
 
 
-def _field(name: str, prop: Any, required: bool, defs: dict) -> Field:
+def _field(name: str, prop: Any, required: bool, defs: dict[str, Any]) -> Field:
     prop = _resolve(prop if isinstance(prop, dict) else {}, defs)
     desc = str(prop.get("description", ""))
     extra = {"description": desc, "default": prop.get("default"), "has_default": "default" in prop}
@@ -73,7 +74,7 @@ def _field(name: str, prop: Any, required: bool, defs: dict) -> Field:
     return Field(name, "json", required, nullable, **extra)
 
 
-def infer_schema(arguments: dict) -> dict:
+def infer_schema(arguments: dict[str, Any]) -> dict[str, Any]:
     """A schema for tools that give none: types from the proposed values, all required."""
     types = {str: "string", bool: "boolean", int: "integer", float: "number"}
     props = {
@@ -82,7 +83,9 @@ def infer_schema(arguments: dict) -> dict:
     return {"type": "object", "properties": props, "required": list(arguments)}
 
 
-def fields_of(parameters: dict | None, arguments: dict | None = None) -> list[Field]:
+def fields_of(
+    parameters: dict[str, Any] | None, arguments: dict[str, Any] | None = None
+) -> list[Field]:
     """The editable top-level arguments, in schema order (then any extra proposed ones)."""
     schema = parameters if parameters else infer_schema(arguments or {})
     props = schema.get("properties") or {}
@@ -104,7 +107,7 @@ def initial_text(f: Field, value: Any) -> str:
     if f.kind in ("json",) or (f.kind in ("string", "enum") and not isinstance(value, str)):
         return pretty_json(value)
     if f.kind == "string":
-        return value
+        return str(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return json.dumps(value, default=str)
     return repr(value) if isinstance(value, float) else str(value)
@@ -159,8 +162,10 @@ def parse_value(f: Field, text: str) -> Any:
 
 
 def parse_edit(
-    values: dict, parameters: dict | None, original: dict | None = None
-) -> tuple[dict, dict[str, str]]:
+    values: dict[str, Any],
+    parameters: dict[str, Any] | None,
+    original: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, str]]:
     """view.state.values -> (arguments, errors by block_id).
 
     Arguments with no input block in the modal (too long to edit, or beyond the block limit)

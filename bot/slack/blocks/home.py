@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.slack.blocks import limits as L
-from bot.slack.blocks.cards import PENDING_TITLE, _q, decision_buttons
+from bot.slack.blocks.cards import PENDING_TITLE, _q, actions_block, decision_buttons
 from bot.slack.blocks.data import CardInfo, RunInfo
 from bot.slack.blocks.fmt import compact_json, mention, one_line, slack_date, utc
 from bot.slack.blocks.messages import USAGE, run_status_text
+from bot.slack.ids import BlockId, CallbackId
 
 MAX_RUNS = 20
 COMPACT_ARGS = 300
@@ -45,12 +46,8 @@ def _card_blocks(card: CardInfo) -> list[dict[str, Any]]:
     text, cut = _compact(card)
     rid = card.request_id
     return [
-        L.section(text, L.block_id("home_card", rid)),
-        {
-            "type": "actions",
-            "block_id": L.block_id("actions", rid),
-            "elements": decision_buttons(card, cut),
-        },
+        L.section(text, L.block_id(BlockId.HOME_CARD_PREFIX, rid)),
+        actions_block(rid, decision_buttons(card, cut)),
     ]
 
 
@@ -75,17 +72,20 @@ def _run_line(run: RunInfo) -> str:
 def _run_blocks(runs: Sequence[RunInfo]) -> list[dict[str, Any]]:
     if not runs:
         text = f"No runs yet. Start one in a channel with {USAGE}."
-        return [L.section(text, "home_runs_empty")]
+        return [L.section(text, BlockId.HOME_RUNS_EMPTY)]
     lines = [_run_line(r) for r in runs[:MAX_RUNS]]
     if len(runs) > MAX_RUNS:
         lines.append(f"… and {len(runs) - MAX_RUNS:,} more.")
-    blocks, current = [], ""
+    blocks: list[dict[str, Any]] = []
+    current = ""
     for line in lines:
         if current and len(current) + 1 + len(line) > L.SECTION_TEXT:
-            blocks.append(L.section(current, f"home_runs:{len(blocks)}"))
+            blocks.append(
+                L.section(current, L.block_id(BlockId.HOME_RUNS_PREFIX, str(len(blocks))))
+            )
             current = ""
         current = f"{current}\n{line}" if current else line
-    blocks.append(L.section(current, f"home_runs:{len(blocks)}"))
+    blocks.append(L.section(current, L.block_id(BlockId.HOME_RUNS_PREFIX, str(len(blocks)))))
     return blocks
 
 
@@ -104,7 +104,7 @@ def home_view(
     top: list[dict[str, Any]] = [
         {
             "type": "header",
-            "block_id": "home_waiting_header",
+            "block_id": BlockId.HOME_WAITING_HEADER,
             "text": L.plain("Waiting for you", L.HEADER_TEXT),
         }
     ]
@@ -115,20 +115,20 @@ def home_view(
     blocks = list(top)
     if not pending and total == 0:
         text = f"Nothing is waiting for {mention(user_id)}. :tada:"
-        blocks.append(L.section(text, "home_waiting_empty"))
+        blocks.append(L.section(text, BlockId.HOME_WAITING_EMPTY))
     for card in cards:
         blocks.extend(_card_blocks(card))
     if total > len(cards):
         plus = "+" if total_is_lower_bound else ""
         more = f"… and {total - len(cards):,}{plus} more waiting (see the run threads)."
-        blocks.append(L.context([more], "home_waiting_more"))
-    blocks.append({"type": "divider", "block_id": "home_divider"})
+        blocks.append(L.context([more], BlockId.HOME_WAITING_MORE))
+    blocks.append({"type": "divider", "block_id": BlockId.HOME_DIVIDER})
     blocks.append(
         {
             "type": "header",
-            "block_id": "home_runs_header",
+            "block_id": BlockId.HOME_RUNS_HEADER,
             "text": L.plain("Your recent runs", L.HEADER_TEXT),
         }
     )
     blocks.extend(run_blocks)
-    return {"type": "home", "callback_id": "sayso_home", "blocks": blocks}
+    return {"type": "home", "callback_id": CallbackId.HOME, "blocks": blocks}

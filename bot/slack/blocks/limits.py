@@ -7,7 +7,7 @@ Builders cut user data with a visible note; `validate_message` / `validate_view`
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 MESSAGE_BLOCKS = 50
@@ -222,89 +222,133 @@ def _option(o: Mapping[str, Any], where: str) -> None:
     _len(o["value"], OPTION_VALUE, f"{where}.value")
 
 
+def _button(el: Mapping[str, Any], where: str) -> None:
+    _text(el["text"], BUTTON_TEXT, f"{where}.text", "plain_text")
+    if "value" in el:
+        _len(el["value"], BUTTON_VALUE, f"{where}.value")
+    if "url" in el:
+        _len(el["url"], BUTTON_URL, f"{where}.url")
+    if el.get("style") not in (None, "primary", "danger"):
+        _err(where, "bad style")
+    if "confirm" in el:
+        _confirm(el["confirm"], f"{where}.confirm")
+
+
+def _placeholder(el: Mapping[str, Any], where: str) -> None:
+    if "placeholder" in el:
+        _text(el["placeholder"], PLACEHOLDER, f"{where}.placeholder", "plain_text")
+
+
+def _plain_text_input(el: Mapping[str, Any], where: str) -> None:
+    max_len = el.get("max_length", INPUT_MAX_LENGTH)
+    if not 1 <= max_len <= INPUT_MAX_LENGTH:
+        _err(where, "bad max_length")
+    if len(el.get("initial_value", "")) > max_len:
+        _err(where, "initial_value longer than max_length")
+    _placeholder(el, where)
+
+
+def _static_select(el: Mapping[str, Any], where: str) -> None:
+    options = el.get("options", [])
+    if not 1 <= len(options) <= SELECT_OPTIONS:
+        _err(where, f"{len(options)} options")
+    for i, o in enumerate(options):
+        _option(o, f"{where}.options[{i}]")
+    values = [o["value"] for o in options]
+    if len(set(values)) != len(values):
+        _err(where, "duplicate option values")
+    if "initial_option" in el and el["initial_option"] not in options:
+        _err(where, "initial_option is not one of the options")
+    _placeholder(el, where)
+
+
+_ELEMENTS: dict[str, Callable[[Mapping[str, Any], str], None]] = {
+    "button": _button,
+    "plain_text_input": _plain_text_input,
+    "static_select": _static_select,
+}
+
+
 def _element(el: Mapping[str, Any], where: str) -> None:
     kind = el.get("type")
     if "action_id" in el:
         _len(el["action_id"], ACTION_ID, f"{where}.action_id")
-    if kind == "button":
-        _text(el["text"], BUTTON_TEXT, f"{where}.text", "plain_text")
-        if "value" in el:
-            _len(el["value"], BUTTON_VALUE, f"{where}.value")
-        if "url" in el:
-            _len(el["url"], BUTTON_URL, f"{where}.url")
-        if el.get("style") not in (None, "primary", "danger"):
-            _err(where, "bad style")
-        if "confirm" in el:
-            _confirm(el["confirm"], f"{where}.confirm")
-    elif kind == "plain_text_input":
-        max_len = el.get("max_length", INPUT_MAX_LENGTH)
-        if not 1 <= max_len <= INPUT_MAX_LENGTH:
-            _err(where, "bad max_length")
-        if len(el.get("initial_value", "")) > max_len:
-            _err(where, "initial_value longer than max_length")
-        if "placeholder" in el:
-            _text(el["placeholder"], PLACEHOLDER, f"{where}.placeholder", "plain_text")
-    elif kind == "static_select":
-        options = el.get("options", [])
-        if not 1 <= len(options) <= SELECT_OPTIONS:
-            _err(where, f"{len(options)} options")
-        for i, o in enumerate(options):
-            _option(o, f"{where}.options[{i}]")
-        values = [o["value"] for o in options]
-        if len(set(values)) != len(values):
-            _err(where, "duplicate option values")
-        if "initial_option" in el and el["initial_option"] not in options:
-            _err(where, "initial_option is not one of the options")
-        if "placeholder" in el:
-            _text(el["placeholder"], PLACEHOLDER, f"{where}.placeholder", "plain_text")
-    else:
+    check = _ELEMENTS.get(kind) if isinstance(kind, str) else None
+    if check is None:
         _err(where, f"unsupported element type {kind!r}")
+    else:
+        check(el, where)
+
+
+def _section(b: Mapping[str, Any], where: str, surface: str) -> None:
+    if "text" not in b and "fields" not in b:
+        _err(where, "section without text or fields")
+    if "text" in b:
+        _text(b["text"], SECTION_TEXT, f"{where}.text")
+    fields = b.get("fields", [])
+    if len(fields) > SECTION_FIELDS:
+        _err(where, "too many fields")
+    for i, f in enumerate(fields):
+        _text(f, SECTION_FIELD_TEXT, f"{where}.fields[{i}]")
+    if "accessory" in b:
+        _element(b["accessory"], f"{where}.accessory")
+
+
+def _header(b: Mapping[str, Any], where: str, surface: str) -> None:
+    _text(b["text"], HEADER_TEXT, f"{where}.text", "plain_text")
+
+
+def _context(b: Mapping[str, Any], where: str, surface: str) -> None:
+    els = b.get("elements", [])
+    if not 1 <= len(els) <= CONTEXT_ELEMENTS:
+        _err(where, f"{len(els)} context elements")
+    for i, e in enumerate(els):
+        _text(e, CONTEXT_TEXT, f"{where}.elements[{i}]")
+
+
+def _actions(b: Mapping[str, Any], where: str, surface: str) -> None:
+    els = b.get("elements", [])
+    if not 1 <= len(els) <= ACTIONS_ELEMENTS:
+        _err(where, f"{len(els)} action elements")
+    ids = [e.get("action_id") for e in els]
+    if len(set(ids)) != len(ids):
+        _err(where, "duplicate action_id in one block")
+    for i, e in enumerate(els):
+        _element(e, f"{where}.elements[{i}]")
+
+
+def _divider(b: Mapping[str, Any], where: str, surface: str) -> None:
+    pass
+
+
+def _input(b: Mapping[str, Any], where: str, surface: str) -> None:
+    if surface != "modal":
+        _err(where, "input blocks only belong in modals")
+    _text(b["label"], INPUT_LABEL, f"{where}.label", "plain_text")
+    if "hint" in b:
+        _text(b["hint"], INPUT_HINT, f"{where}.hint", "plain_text")
+    _element(b["element"], f"{where}.element")
+
+
+_BLOCKS: dict[str, Callable[[Mapping[str, Any], str, str], None]] = {
+    "section": _section,
+    "header": _header,
+    "context": _context,
+    "actions": _actions,
+    "divider": _divider,
+    "input": _input,
+}
 
 
 def _block(b: Mapping[str, Any], where: str, surface: str) -> None:
     kind = b.get("type")
     if "block_id" in b:
         _len(b["block_id"], BLOCK_ID, f"{where}.block_id")
-    if kind == "section":
-        if "text" not in b and "fields" not in b:
-            _err(where, "section without text or fields")
-        if "text" in b:
-            _text(b["text"], SECTION_TEXT, f"{where}.text")
-        fields = b.get("fields", [])
-        if len(fields) > SECTION_FIELDS:
-            _err(where, "too many fields")
-        for i, f in enumerate(fields):
-            _text(f, SECTION_FIELD_TEXT, f"{where}.fields[{i}]")
-        if "accessory" in b:
-            _element(b["accessory"], f"{where}.accessory")
-    elif kind == "header":
-        _text(b["text"], HEADER_TEXT, f"{where}.text", "plain_text")
-    elif kind == "context":
-        els = b.get("elements", [])
-        if not 1 <= len(els) <= CONTEXT_ELEMENTS:
-            _err(where, f"{len(els)} context elements")
-        for i, e in enumerate(els):
-            _text(e, CONTEXT_TEXT, f"{where}.elements[{i}]")
-    elif kind == "actions":
-        els = b.get("elements", [])
-        if not 1 <= len(els) <= ACTIONS_ELEMENTS:
-            _err(where, f"{len(els)} action elements")
-        ids = [e.get("action_id") for e in els]
-        if len(set(ids)) != len(ids):
-            _err(where, "duplicate action_id in one block")
-        for i, e in enumerate(els):
-            _element(e, f"{where}.elements[{i}]")
-    elif kind == "divider":
-        pass
-    elif kind == "input":
-        if surface != "modal":
-            _err(where, "input blocks only belong in modals")
-        _text(b["label"], INPUT_LABEL, f"{where}.label", "plain_text")
-        if "hint" in b:
-            _text(b["hint"], INPUT_HINT, f"{where}.hint", "plain_text")
-        _element(b["element"], f"{where}.element")
-    else:
+    check = _BLOCKS.get(kind) if isinstance(kind, str) else None
+    if check is None:
         _err(where, f"unsupported block type {kind!r}")
+    else:
+        check(b, where, surface)
 
 
 def _blocks(blocks: list[Mapping[str, Any]], limit: int, surface: str) -> None:

@@ -16,6 +16,7 @@ from bot.slack.blocks.fmt import (
     one_line,
     slack_date,
 )
+from bot.slack.ids import ActionId, BlockId
 
 USAGE = "`/sayso <agent> <request>` — for example `/sayso ops deploy v2 to staging`"
 
@@ -41,7 +42,7 @@ def root_message(run: RunInfo) -> dict[str, Any]:
         status.append(L.escape(L.cut_text(one_line(run.error), 500)))
     if run.created_at:
         status.append(f"Started {slack_date(run.created_at)}")
-    blocks = [L.section(text, "run_request"), L.context(status, "run_status")]
+    blocks = [L.section(text, BlockId.RUN_REQUEST), L.context(status, BlockId.RUN_STATUS)]
     fallback = f"{run.agent_id}: {run.request_text} ({run.status.replace('_', ' ')})"
     return _msg(L.escape(fallback), blocks)
 
@@ -49,7 +50,7 @@ def root_message(run: RunInfo) -> dict[str, Any]:
 def progress(text: str) -> dict[str, Any]:
     """A short progress note in the thread (e.g. "Calling search…")."""
     body = L.escape(L.nonempty(text.strip(), "Working…"))
-    return _msg(body, [L.context([L.cut_text(body, L.CONTEXT_TEXT)], "progress")])
+    return _msg(body, [L.context([L.cut_text(body, L.CONTEXT_TEXT)], BlockId.PROGRESS)])
 
 
 def _sections(text: str, prefix: str, limit: int) -> list[dict[str, Any]]:
@@ -62,17 +63,19 @@ def _sections(text: str, prefix: str, limit: int) -> list[dict[str, Any]]:
             rest = sum(len(c) for c in chunks[limit:])
             note = f"\n… (cut: {rest:,} more characters)"
             body = L.escape(chunk[: L.escaped_prefix(chunk, L.SECTION_TEXT - len(note))]) + note
-        blocks.append(L.section(L.nonempty(body), f"{prefix}:{i}"))
+        blocks.append(L.section(L.nonempty(body), L.block_id(prefix, str(i))))
     return blocks
 
 
 def final_answer(text: str, run: RunInfo) -> dict[str, Any]:
     """The agent's final answer, split across sections (≤ 50 blocks, cut with a note)."""
     text = text.strip() or "(The agent finished without an answer.)"
-    blocks = _sections(text, "answer", L.MESSAGE_BLOCKS - 1)
+    blocks = _sections(text, BlockId.ANSWER_PREFIX, L.MESSAGE_BLOCKS - 1)
     who = f"for {mention(run.requester)} " if run.requester else ""
     blocks.append(
-        L.context([f":white_check_mark: Done {who}by *{L.escape(run.agent_id)}*"], "answer_footer")
+        L.context(
+            [f":white_check_mark: Done {who}by *{L.escape(run.agent_id)}*"], BlockId.ANSWER_FOOTER
+        )
     )
     return _msg(L.escape(text[:300]), blocks)
 
@@ -82,12 +85,14 @@ def run_failed(run: RunInfo, error: str) -> dict[str, Any]:
     head = f":x: *The run failed* (agent *{L.escape(run.agent_id)}*).\n"
     err, _ = L.code_block(L.nonempty(error.strip(), "unknown error"), L.SECTION_TEXT - len(head))
     blocks = [
-        L.section(head + err, "run_error"),
-        L.context(["Click *Retry* to run the request again, or start a new one."], "run_help"),
+        L.section(head + err, BlockId.RUN_ERROR),
+        L.context(
+            ["Click *Retry* to run the request again, or start a new one."], BlockId.RUN_HELP
+        ),
         {
             "type": "actions",
-            "block_id": "run_actions",
-            "elements": [L.button("Retry", "retry", run.run_id, style="primary")],
+            "block_id": BlockId.RUN_ACTIONS,
+            "elements": [L.button("Retry", ActionId.RETRY, run.run_id, style="primary")],
         },
     ]
     return _msg(L.escape(f"The run failed: {error}"), blocks)
@@ -107,29 +112,33 @@ def _agent_text(agent: AgentInfo) -> str:
 def help_message(agents: Sequence[AgentInfo]) -> dict[str, Any]:
     """How to use sayso, and each agent with its tools and their kinds."""
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "block_id": "help_header", "text": L.plain("sayso", L.HEADER_TEXT)},
+        {
+            "type": "header",
+            "block_id": BlockId.HELP_HEADER,
+            "text": L.plain("sayso", L.HEADER_TEXT),
+        },
         L.section(
             f"Start a run with {USAGE}.\nTools that need a person post a card in the run's "
             "thread with *Approve*, *Edit* and *Reject*; you can also reply in the thread.",
-            "help_usage",
+            BlockId.HELP_USAGE,
         ),
     ]
     if not agents:
-        blocks.append(L.section("No agents are configured yet.", "help_empty"))
+        blocks.append(L.section("No agents are configured yet.", BlockId.HELP_EMPTY))
     room = L.MESSAGE_BLOCKS - len(blocks) - 1
     shown = agents[:room] if len(agents) > room + 1 else agents
     for i, agent in enumerate(shown):
-        blocks.append(L.section(_agent_text(agent), L.block_id("agent", f"{i}")))
+        blocks.append(L.section(_agent_text(agent), L.block_id(BlockId.AGENT_PREFIX, str(i))))
     if len(agents) > len(shown):
         more = len(agents) - len(shown)
-        blocks.append(L.context([f"… and {more:,} more agents."], "help_more"))
+        blocks.append(L.context([f"… and {more:,} more agents."], BlockId.HELP_MORE))
     return _msg(f"How to use sayso: /sayso <agent> <request>. {len(agents)} agents.", blocks)
 
 
 def ephemeral(text: str) -> dict[str, Any]:
     """A message only one person sees (the listener adds response_type / user)."""
     body = L.escape(L.nonempty(text.strip(), "…"))
-    return _msg(body, [L.section(body, "ephemeral")])
+    return _msg(body, [L.section(body, BlockId.EPHEMERAL)])
 
 
 def reminder(card: CardInfo, approvers: Sequence[str]) -> dict[str, Any]:
@@ -141,4 +150,6 @@ def reminder(card: CardInfo, approvers: Sequence[str]) -> dict[str, Any]:
         text += f" It expires {slack_date(card.expires_at)}."
     text += " Use the card in this thread."
     fallback = f"Reminder: {card.tool_name} for {card.agent_id} is waiting for a decision."
-    return _msg(L.escape(fallback), [L.section(text, L.block_id("reminder", card.request_id))])
+    return _msg(
+        L.escape(fallback), [L.section(text, L.block_id(BlockId.REMINDER_PREFIX, card.request_id))]
+    )

@@ -1,7 +1,7 @@
 """Modals: edit arguments, reject with a reason, answer a call, review a pause, view arguments.
 
 Every modal's private_metadata is the approval request id only; every input's action_id is
-`value`. Non-input blocks use ids with a colon ("sayso:intro") so they never clash with an
+`value`. Non-input blocks use ids with a colon (BlockId.MODAL_INTRO) so they never clash with an
 argument name.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.slack.blocks import limits as L
-from bot.slack.blocks.cards import INTERRUPTED, _q, quote
+from bot.slack.blocks.cards import INTERRUPTED, _q, payload_text
 from bot.slack.blocks.data import CardInfo
 from bot.slack.blocks.fields import (
     ACTION_ID,
@@ -23,6 +23,7 @@ from bot.slack.blocks.fields import (
     parse_value,
 )
 from bot.slack.blocks.fmt import compact_json, pretty_json
+from bot.slack.ids import BlockId, CallbackId
 
 __all__ = [
     "answer_modal",
@@ -41,7 +42,12 @@ JSON_HINT = 'Enter JSON, for example {"key": "value"}.'
 
 
 def _modal(
-    callback_id: str, title: str, card: CardInfo, blocks: list, submit: str | None, close: str
+    callback_id: CallbackId,
+    title: str,
+    card: CardInfo,
+    blocks: list[dict[str, Any]],
+    submit: str | None,
+    close: str,
 ) -> dict[str, Any]:
     view: dict[str, Any] = {
         "type": "modal",
@@ -68,7 +74,9 @@ def _text_input(initial: str | None = None, multiline: bool = False) -> dict[str
     return el
 
 
-def _input(bid: str, label: str, element: dict, optional: bool, hint: str = "") -> dict[str, Any]:
+def _input(
+    bid: str, label: str, element: dict[str, Any], optional: bool, hint: str = ""
+) -> dict[str, Any]:
     block: dict[str, Any] = {
         "type": "input",
         "block_id": bid,
@@ -134,9 +142,9 @@ def edit_modal(card: CardInfo) -> dict[str, Any]:
     """One input per top-level argument (block_id = the name), prefilled with the model's value."""
     intro = f"Edit the arguments of {_q(card.tool_name)} for agent *{L.escape(card.agent_id)}*."
     intro += " Submitting approves the call with these values."
-    blocks: list[dict[str, Any]] = [L.section(intro, "sayso:intro")]
+    blocks: list[dict[str, Any]] = [L.section(intro, BlockId.MODAL_INTRO)]
     if card.interrupted:
-        blocks.append(L.section(INTERRUPTED, "sayso:interrupted"))
+        blocks.append(L.section(INTERRUPTED, BlockId.MODAL_INTERRUPTED))
     kept: list[str] = []
     inputs = 0
     room = L.VIEW_BLOCKS - len(blocks) - 1
@@ -154,10 +162,10 @@ def edit_modal(card: CardInfo) -> dict[str, Any]:
     if kept:
         names = ", ".join(_q(L.cut_text(n, 60)) for n in kept)
         text = f"*Kept as proposed* (too long or too many to edit here): {names}"
-        blocks.append(L.section(text, "sayso:kept"))
+        blocks.append(L.section(text, BlockId.MODAL_KEPT))
     elif not inputs:
-        blocks.append(L.section("This tool takes no arguments to edit.", "sayso:empty"))
-    return _modal("sayso_edit", "Edit arguments", card, blocks, "Approve with edits", "Cancel")
+        blocks.append(L.section("This tool takes no arguments to edit.", BlockId.MODAL_EMPTY))
+    return _modal(CallbackId.EDIT, "Edit arguments", card, blocks, "Approve with edits", "Cancel")
 
 
 def reject_modal(card: CardInfo) -> dict[str, Any]:
@@ -167,23 +175,28 @@ def reject_modal(card: CardInfo) -> dict[str, Any]:
         f"Reject {what} for agent *{L.escape(card.agent_id)}*? The model is told, with your reason."
     )
     blocks = [
-        L.section(intro, "sayso:intro"),
+        L.section(intro, BlockId.MODAL_INTRO),
         _input(
-            "reason",
+            BlockId.REASON_INPUT,
             "Reason (optional)",
             _text_input(multiline=True),
             optional=True,
             hint="Leave empty to use the default reason.",
         ),
     ]
-    return _modal("sayso_reject", "Reject request", card, blocks, "Reject", "Cancel")
+    return _modal(CallbackId.REJECT, "Reject request", card, blocks, "Reject", "Cancel")
 
 
-def parse_reject(values: dict) -> str | None:
-    """The reason, or None for the default."""
-    entry = (values.get("reason") or {}).get(ACTION_ID) or {}
+def _typed(values: dict[str, Any], block: BlockId) -> str:
+    """What the person typed in one text input of a submitted modal, stripped ("" if none)."""
+    entry = (values.get(block) or {}).get(ACTION_ID) or {}
     text = entry.get("value") if isinstance(entry, dict) else None
-    return text.strip() if isinstance(text, str) and text.strip() else None
+    return text.strip() if isinstance(text, str) else ""
+
+
+def parse_reject(values: dict[str, Any]) -> str | None:
+    """The reason, or None for the default."""
+    return _typed(values, BlockId.REASON_INPUT) or None
 
 
 def _args_preview(card: CardInfo) -> str:
@@ -198,26 +211,25 @@ def answer_modal(card: CardInfo) -> dict[str, Any]:
     label = "Result" if manual else "Your answer"
     hint = JSON_HINT if card.returns_object else "The agent continues with this text."
     blocks = [
-        L.section(intro, "sayso:intro"),
-        L.section(_args_preview(card), "sayso:args"),
-        _input("answer", label, _text_input(multiline=True), optional=False, hint=hint),
+        L.section(intro, BlockId.MODAL_INTRO),
+        L.section(_args_preview(card), BlockId.MODAL_ARGS),
+        _input(BlockId.ANSWER_INPUT, label, _text_input(multiline=True), optional=False, hint=hint),
     ]
     title = "Enter result" if manual else "Answer"
-    return _modal("sayso_answer", title, card, blocks, "Send", "Cancel")
+    return _modal(CallbackId.ANSWER, title, card, blocks, "Send", "Cancel")
 
 
-def parse_answer(values: dict, returns_object: bool) -> tuple[Any, dict[str, str]]:
+def parse_answer(values: dict[str, Any], returns_object: bool) -> tuple[Any, dict[str, str]]:
     """(answer, errors by block_id): text, or parsed JSON when the tool returns an object."""
-    entry = (values.get("answer") or {}).get(ACTION_ID) or {}
-    text = entry.get("value") if isinstance(entry, dict) else None
-    if not isinstance(text, str) or not text.strip():
-        return None, {"answer": "Enter an answer."}
+    text = _typed(values, BlockId.ANSWER_INPUT)
+    if not text:
+        return None, {BlockId.ANSWER_INPUT: "Enter an answer."}
     if not returns_object:
-        return text.strip(), {}
+        return text, {}
     try:
-        return parse_value(Field("answer", "json", True), text), {}
+        return parse_value(Field(BlockId.ANSWER_INPUT, "json", True), text), {}
     except ValueError as exc:
-        return None, {"answer": str(exc)}
+        return None, {BlockId.ANSWER_INPUT: str(exc)}
 
 
 def review_modal(card: CardInfo) -> dict[str, Any]:
@@ -225,32 +237,27 @@ def review_modal(card: CardInfo) -> dict[str, Any]:
     args = card.arguments if isinstance(card.arguments, dict) else {}
     reason = str(args.get("reason") or "The agent asks for a review.")
     payload = args.get("payload")
-    blocks = [L.section("*Why:* " + L.escape(reason), "sayso:intro")]
+    blocks = [L.section("*Why:* " + L.escape(reason), BlockId.MODAL_INTRO)]
     if payload not in (None, ""):
-        if isinstance(payload, str):
-            text = quote(payload, L.SECTION_TEXT, L.ARGS_CUT_NOTE)
-        else:
-            text = L.code_block(pretty_json(payload), L.SECTION_TEXT, L.ARGS_CUT_NOTE)[0]
-        blocks.append(L.section(text, "sayso:payload"))
+        blocks.append(L.section(payload_text(payload)[0], BlockId.MODAL_PAYLOAD))
     blocks.append(
         _input(
-            "input",
+            BlockId.REVIEW_INPUT,
             "Your reply",
             _text_input(multiline=True),
             optional=False,
             hint="The agent continues with what you write here.",
         )
     )
-    return _modal("sayso_review", "Review", card, blocks, "Send", "Cancel")
+    return _modal(CallbackId.REVIEW, "Review", card, blocks, "Send", "Cancel")
 
 
-def parse_review(values: dict) -> tuple[str, dict[str, str]]:
+def parse_review(values: dict[str, Any]) -> tuple[str, dict[str, str]]:
     """(text, errors by block_id); empty is an error on block `input`."""
-    entry = (values.get("input") or {}).get(ACTION_ID) or {}
-    text = entry.get("value") if isinstance(entry, dict) else None
-    if not isinstance(text, str) or not text.strip():
-        return "", {"input": "Write a reply before sending."}
-    return text.strip(), {}
+    text = _typed(values, BlockId.REVIEW_INPUT)
+    if not text:
+        return "", {BlockId.REVIEW_INPUT: "Write a reply before sending."}
+    return text, {}
 
 
 def view_args_modal(card: CardInfo) -> dict[str, Any]:
@@ -263,13 +270,15 @@ def view_args_modal(card: CardInfo) -> dict[str, Any]:
     raw = L.nonempty(raw.replace("```", "``\u200b`"), "{}")
     what = "Review payload" if card.kind == "review" else f"Arguments of {_q(card.tool_name)}"
     intro = f"{what} for agent *{L.escape(card.agent_id)}* ({len(raw):,} characters)."
-    blocks: list[dict[str, Any]] = [L.context([intro], "sayso:intro")]
+    blocks: list[dict[str, Any]] = [L.context([intro], BlockId.MODAL_INTRO)]
     chunks = L.split_text(raw, L.SECTION_TEXT - 6)
     room = L.VIEW_BLOCKS - len(blocks) - 1
     for i, chunk in enumerate(chunks[:room]):
-        blocks.append(L.section(f"```{L.escape(chunk)}```", f"args:{i}"))
+        blocks.append(
+            L.section(f"```{L.escape(chunk)}```", L.block_id(BlockId.ARGS_PREFIX, str(i)))
+        )
     if len(chunks) > room:
         rest = sum(len(c) for c in chunks[room:])
         note = f"… (cut: {rest:,} more characters: too long to show in Slack)"
-        blocks.append(L.context([note], "sayso:cut"))
-    return _modal("sayso_view_args", "Full arguments", card, blocks, None, "Close")
+        blocks.append(L.context([note], BlockId.MODAL_CUT))
+    return _modal(CallbackId.VIEW_ARGS, "Full arguments", card, blocks, None, "Close")

@@ -1,15 +1,18 @@
-"""Thin listeners: parse the payload, ack, hand over to the service, render the result."""
+"""Thin listeners: parse the payload, ack, hand over to the service, render the result.
+
+Every listener is a module-level function taking Bolt's arguments by name; it reaches the
+Service through `service_of(context)`, put there by the middleware `bot.slack.app` installs.
+"""
 
 from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.service import Service
 from bot.slack.listeners import actions, commands, events, views
 
 
-def register(app: AsyncApp, service: Service) -> None:
-    commands.register(app, service)
-    actions.register(app, service)
-    views.register(app, service)
-    events.register(app, service)
+def register(app: AsyncApp) -> None:
+    commands.register(app)
+    actions.register(app)
+    views.register(app)
+    events.register(app)

@@ -6,33 +6,36 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import Service
 from bot.slack.blocks import modals
 from bot.slack.blocks.data import CardInfo
-from bot.slack.listeners.common import actor_from, tell, where
+from bot.slack.ids import BUTTON_DECISION, ActionId
+from bot.slack.listeners.common import actor_from, service_of, tell_actor
 from bot.slack.render import card_info
+from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.slack")
 
-MODALS: dict[str, Callable[[CardInfo], dict[str, Any]]] = {
-    "edit": modals.edit_modal,
-    "reject": modals.reject_modal,
-    "answer": modals.answer_modal,
-    "review": modals.review_modal,
+FORMS: dict[ActionId, Callable[[CardInfo], dict[str, Any]]] = {
+    ActionId.EDIT: modals.edit_modal,
+    ActionId.REJECT: modals.reject_modal,
+    ActionId.ANSWER: modals.answer_modal,
+    ActionId.REVIEW: modals.review_modal,
 }
-
+"""Buttons that open a form (a modal) before anything is decided."""
 
 FOREIGN = (
     "This button does not belong to the card it was clicked on, so nothing was done. "
     "Use the buttons on the request's own card."
 )
+GONE = "This request no longer exists."
 
 
-def foreign(body: dict[str, Any], request: Any) -> bool:
+def foreign(body: dict[str, Any], request: ApprovalRequestRecord | None) -> bool:
     """A click on one card naming another card's request (Slack never sends that: the value
     is ours). Clicks from App Home (a view) may name any request."""
     container = body.get("container") or {}
@@ -44,79 +47,102 @@ def foreign(body: dict[str, Any], request: Any) -> bool:
     )
 
 
-def register(app: AsyncApp, service: Service) -> None:
-    async def reply(client: AsyncWebClient, body: dict[str, Any], text: str, request: Any) -> None:
-        channel, thread = where(body)
-        if channel is None and request is not None:
-            channel = request.channel_id
-            run = await service.store.get_run(request.run_id)
-            thread = run.thread_ts if run else None
-        await tell(client, actor_from(body).user_id, text, channel, thread)
+async def open_view(
+    client: AsyncWebClient, service: Service, body: dict[str, Any], view: dict[str, Any]
+) -> None:
+    """views.open with the click's trigger_id (valid 3 s); say so when Slack refuses it."""
+    try:
+        await client.views_open(trigger_id=body.get("trigger_id", ""), view=view)
+    except SlackApiError as exc:
+        error = exc.response.get("error")
+        log.warning("event=modal_not_opened error=%s", error)
+        text = f"I could not open the form (`{error}`): click again."
+        await tell_actor(client, service, body, text)
 
-    @app.action("approve")
-    async def on_approve(
-        ack: Any, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        await ack()
-        request_id = action.get("value", "")
-        if foreign(body, await service.store.get_request(request_id)):
-            await reply(client, body, FOREIGN, None)
-            return
-        outcome = await service.decide(request_id, actor_from(body), "approve")
-        if not outcome.ok:
-            await reply(client, body, outcome.message, outcome.request)
 
-    async def open_modal(
-        ack: Any, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        await ack()
-        name = action["action_id"]
-        outcome = await service.check(action.get("value", ""), actor_from(body))
-        if foreign(body, outcome.request):
-            await reply(client, body, FOREIGN, None)
-            return
-        if not outcome.ok or outcome.request is None:
-            await reply(client, body, outcome.message, outcome.request)
-            return
-        run = await service.store.get_run(outcome.request.run_id)
-        if run is None:
-            return
-        card = card_info(outcome.request, run, service.agents)
-        await open_view(client, body, MODALS[name](card))
+async def on_approve(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Approve: decided at once (a confirm dialog, if the tool asks for one, came first)."""
+    await ack()
+    service = service_of(context)
+    request_id = action.get("value", "")
+    if foreign(body, await service.approval_request(request_id)):
+        await tell_actor(client, service, body, FOREIGN)
+        return
+    decision = BUTTON_DECISION[ActionId.APPROVE]
+    outcome = await service.decide(request_id, actor_from(body), decision)
+    if not outcome.ok:
+        await tell_actor(client, service, body, outcome.message, outcome.request)
 
-    async def open_view(client: AsyncWebClient, body: dict[str, Any], view: dict[str, Any]) -> None:
-        """views.open with the click's trigger_id (valid 3 s); say so when Slack refuses it."""
-        try:
-            await client.views_open(trigger_id=body.get("trigger_id", ""), view=view)
-        except SlackApiError as exc:
-            error = exc.response.get("error")
-            log.warning("event=modal_not_opened error=%s", error)
-            await reply(client, body, f"I could not open the form (`{error}`): click again.", None)
 
-    for name in MODALS:
-        app.action(name)(open_modal)
+async def on_open_form(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Edit, Reject, Answer, Review: open the form, if this person may decide the request."""
+    await ack()
+    service = service_of(context)
+    outcome = await service.check(action.get("value", ""), actor_from(body))
+    if foreign(body, outcome.request):
+        await tell_actor(client, service, body, FOREIGN)
+        return
+    if not outcome.ok or outcome.request is None:
+        await tell_actor(client, service, body, outcome.message, outcome.request)
+        return
+    if outcome.run is None:
+        return
+    card = card_info(outcome.request, outcome.run, service.agents)
+    await open_view(client, service, body, FORMS[ActionId(action["action_id"])](card))
 
-    @app.action("view_args")
-    async def on_view_args(
-        ack: Any, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        await ack()
-        request = await service.store.get_request(action.get("value", ""))
-        run = await service.store.get_run(request.run_id) if request else None
-        if request is None or run is None:
-            await reply(client, body, "This request no longer exists.", None)
-            return
-        if foreign(body, request):
-            await reply(client, body, FOREIGN, None)
-            return
-        card = card_info(request, run, service.agents)
-        await open_view(client, body, modals.view_args_modal(card))
 
-    @app.action("retry")
-    async def on_retry(
-        ack: Any, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        await ack()
-        problem = await service.retry(action.get("value", ""), actor_from(body))
-        if problem:
-            await reply(client, body, problem, None)
+async def on_view_args(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """View full arguments: anyone who sees the card may read them."""
+    await ack()
+    service = service_of(context)
+    found = await service.request_with_run(action.get("value", ""))
+    if found is None:
+        await tell_actor(client, service, body, GONE)
+        return
+    request, run = found
+    if foreign(body, request):
+        await tell_actor(client, service, body, FOREIGN)
+        return
+    card = card_info(request, run, service.agents)
+    await open_view(client, service, body, modals.view_args_modal(card))
+
+
+async def on_retry(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Retry on a failed run's message."""
+    await ack()
+    service = service_of(context)
+    outcome = await service.retry(action.get("value", ""), actor_from(body))
+    if not outcome.ok:
+        await tell_actor(client, service, body, outcome.message)
+
+
+def register(app: AsyncApp) -> None:
+    app.action(ActionId.APPROVE)(on_approve)
+    for action_id in FORMS:
+        app.action(action_id)(on_open_form)
+    app.action(ActionId.VIEW_ARGS)(on_view_args)
+    app.action(ActionId.RETRY)(on_retry)

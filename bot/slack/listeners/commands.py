@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
 
-from bot.service import Service
 from bot.slack.blocks import messages
+from bot.slack.ids import SLASH_COMMAND
+from bot.slack.listeners.common import service_of
 from bot.slack.render import agent_infos
 
 log = logging.getLogger("sayso.slack")
@@ -17,34 +19,44 @@ log = logging.getLogger("sayso.slack")
 NOT_IN_CHANNEL = "I can't post in this channel yet. Invite me with `/invite @sayso` and try again."
 
 
-def register(app: AsyncApp, service: Service) -> None:
-    @app.command("/sayso")
-    async def on_sayso(ack: Any, command: dict[str, Any], respond: Any, request: Any) -> None:
-        parsed = service.parse(command.get("text", ""))
-        if parsed.kind == "help":
-            await ack(**messages.help_message(agent_infos(service.agents)))
-            return
-        if parsed.kind == "error":
-            await ack(text=parsed.message)
-            return
-        await ack()
-        signature = (request.headers.get("x-slack-signature") or [""])[0]
-        if signature and not await service.store.first_delivery(f"sig:{signature}"):
-            log.warning("event=replayed_command: another replica already started this run")
-            return
-        try:
-            await service.start(
-                parsed,
-                requester=command["user_id"],
-                team_id=command.get("team_id"),
-                channel_id=command["channel_id"],
-            )
-        except SlackApiError as exc:
-            error = exc.response.get("error")
-            log.warning("event=start_failed channel=%s error=%s", command.get("channel_id"), error)
-            text = (
-                NOT_IN_CHANNEL
-                if error in ("not_in_channel", "channel_not_found")
-                else (f"I could not start the run: Slack answered `{error}`.")
-            )
-            await respond(text=text, response_type="ephemeral")
+async def on_sayso(
+    ack: AsyncAck,
+    command: dict[str, Any],
+    respond: AsyncRespond,
+    request: AsyncBoltRequest,
+    context: AsyncBoltContext,
+) -> None:
+    """Help and errors in the ack; a run starts after it (in its own thread)."""
+    service = service_of(context)
+    parsed = service.parse(command.get("text", ""))
+    if parsed.kind == "help":
+        await ack(**messages.help_message(agent_infos(service.agents)))
+        return
+    if parsed.kind == "error":
+        await ack(text=parsed.message)
+        return
+    await ack()
+    signature = (request.headers.get("x-slack-signature") or [""])[0]
+    if signature and not await service.first_delivery(f"sig:{signature}"):
+        log.warning("event=replayed_command: another replica already started this run")
+        return
+    try:
+        await service.start(
+            parsed,
+            requester=command["user_id"],
+            team_id=command.get("team_id"),
+            channel_id=command["channel_id"],
+        )
+    except SlackApiError as exc:
+        error = exc.response.get("error")
+        log.warning("event=start_failed channel=%s error=%s", command.get("channel_id"), error)
+        text = (
+            NOT_IN_CHANNEL
+            if error in ("not_in_channel", "channel_not_found")
+            else (f"I could not start the run: Slack answered `{error}`.")
+        )
+        await respond(text=text, response_type="ephemeral")
+
+
+def register(app: AsyncApp) -> None:
+    app.command(SLASH_COMMAND)(on_sayso)

@@ -1,19 +1,32 @@
-"""Small helpers shared by listeners: who acts, and telling them something privately."""
+"""Helpers shared by listeners: the service, who acts, and telling them something privately."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Final
 
+from slack_bolt.async_app import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.service import Actor
+from bot.service import Actor, Service
+from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.slack")
 
+SERVICE_KEY: Final = "sayso_service"
+"""Where the app's middleware puts the Service in each request's Bolt context."""
+
 # chat.postEphemeral errors meaning the person cannot see it there: tell them in a DM instead
 UNSEEN = ("user_not_in_channel", "channel_not_found", "not_in_channel", "is_archived")
+
+
+def service_of(context: AsyncBoltContext) -> Service:
+    """The Service the app's middleware put in this request's context."""
+    service = context.get(SERVICE_KEY)
+    if not isinstance(service, Service):
+        raise RuntimeError("no Service in the Bolt context: build the app with build_bot()")
+    return service
 
 
 def actor_from(body: dict[str, Any]) -> Actor:
@@ -23,7 +36,7 @@ def actor_from(body: dict[str, Any]) -> Actor:
 
 
 def where(body: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The channel and thread a block action came from (None for App Home)."""
+    """The channel and thread a block action came from (None for App Home and modals)."""
     container = body.get("container") or {}
     channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
     message = body.get("message") or {}
@@ -55,3 +68,20 @@ async def tell(
         await client.chat_postMessage(channel=user_id, text=text)
     except SlackApiError as exc:
         log.warning("event=tell_failed user=%s error=%s", user_id, exc.response.get("error"))
+
+
+async def tell_actor(
+    client: AsyncWebClient,
+    service: Service,
+    body: dict[str, Any],
+    text: str,
+    request: ApprovalRequestRecord | None = None,
+) -> None:
+    """Tell the person who clicked or submitted: where they clicked, else in the thread of
+    `request`'s run (App Home clicks, modal submissions), else in a DM."""
+    channel, thread = where(body)
+    if channel is None and request is not None:
+        channel = request.channel_id
+        run = await service.run_of(request)
+        thread = run.thread_ts if run else None
+    await tell(client, actor_from(body).user_id, text, channel, thread)

@@ -5,15 +5,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import Service
 from bot.slack.blocks import messages
-from bot.slack.listeners.common import tell
+from bot.slack.listeners.common import service_of, tell
 from bot.slack.render import agent_infos
 
 log = logging.getLogger("sayso.slack")
+
+PERSON_SUBTYPES = (None, "thread_broadcast")
+"""Message subtypes written by a person: edits, deletions and bot posts have others, and a
+reply also sent to the channel ("thread_broadcast") is still a person's reply."""
 
 
 async def first_delivery(service: Service, body: dict[str, Any]) -> bool:
@@ -21,62 +25,75 @@ async def first_delivery(service: Service, body: dict[str, Any]) -> bool:
     event_id = body.get("event_id")
     if not event_id:
         return True
-    if await service.store.first_delivery(event_id):
+    if await service.first_delivery(event_id):
         return True
     log.info("event=duplicate_delivery event_id=%s", event_id)
     return False
 
 
-def register(app: AsyncApp, service: Service) -> None:
-    @app.event("app_mention")
-    async def on_mention(
-        body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        if event.get("bot_id") or not await first_delivery(service, body):
-            return
-        user, channel = event.get("user"), event.get("channel")
-        if not user or not channel:
-            return
-        thread_ts = event.get("thread_ts")
-        if thread_ts and await service.store.run_for_thread(channel, thread_ts):
-            return  # a reply in a run's thread: the message listener handles it
-        parsed = service.parse(event.get("text", ""))
-        if parsed.kind == "help":
-            await client.chat_postEphemeral(
-                channel=channel, user=user, **messages.help_message(agent_infos(service.agents))
-            )
-            return
-        if parsed.kind == "error":
-            await tell(client, user, parsed.message, channel, thread_ts)
-            return
-        await service.start(parsed, requester=user, team_id=body.get("team_id"), channel_id=channel)
-
-    @app.event("message")
-    async def on_message(
-        body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        # Edits, deletions and bot posts have a subtype; a reply also sent to the channel
-        # ("thread_broadcast") is still a person's reply.
-        subtype = event.get("subtype")
-        if event.get("bot_id") or subtype not in (None, "thread_broadcast"):
-            return
-        if not event.get("thread_ts"):
-            return
-        if not await first_delivery(service, body):
-            return
-        outcome = await service.thread_reply(
-            channel_id=event["channel"],
-            thread_ts=event["thread_ts"],
-            user_id=event.get("user", ""),
-            team_id=event.get("user_team") or event.get("team") or body.get("team_id"),
-            text=event.get("text", ""),
-            ts=event.get("ts", ""),
+async def on_mention(
+    body: dict[str, Any],
+    event: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """`@sayso [agent] <request>` starts a run (or shows help)."""
+    service = service_of(context)
+    if event.get("bot_id") or not await first_delivery(service, body):
+        return
+    user, channel = event.get("user"), event.get("channel")
+    if not user or not channel:
+        return
+    thread_ts = event.get("thread_ts")
+    if thread_ts and await service.is_run_thread(channel, thread_ts):
+        return  # a reply in a run's thread: the message listener handles it
+    parsed = service.parse(event.get("text", ""))
+    if parsed.kind == "help":
+        await client.chat_postEphemeral(
+            channel=channel, user=user, **messages.help_message(agent_infos(service.agents))
         )
-        if outcome:
-            await tell(client, event.get("user", ""), outcome, event["channel"], event["thread_ts"])
+        return
+    if parsed.kind == "error":
+        await tell(client, user, parsed.message, channel, thread_ts)
+        return
+    await service.start(parsed, requester=user, team_id=body.get("team_id"), channel_id=channel)
 
-    @app.event("app_home_opened")
-    async def on_home(body: dict[str, Any], event: dict[str, Any]) -> None:
-        if event.get("tab", "home") != "home":
-            return
-        await service.presenter.refresh_home(event["user"])
+
+async def on_message(
+    body: dict[str, Any],
+    event: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """A person's reply in a thread: maybe an answer for a run waiting there."""
+    if event.get("bot_id") or event.get("subtype") not in PERSON_SUBTYPES:
+        return
+    if not event.get("thread_ts"):
+        return
+    service = service_of(context)
+    if not await first_delivery(service, body):
+        return
+    outcome = await service.thread_reply(
+        channel_id=event["channel"],
+        thread_ts=event["thread_ts"],
+        user_id=event.get("user", ""),
+        team_id=event.get("user_team") or event.get("team") or body.get("team_id"),
+        text=event.get("text", ""),
+        ts=event.get("ts", ""),
+    )
+    if not outcome.ok and outcome.message:
+        user, channel, thread_ts = event.get("user", ""), event["channel"], event["thread_ts"]
+        await tell(client, user, outcome.message, channel, thread_ts)
+
+
+async def on_home_opened(event: dict[str, Any], context: AsyncBoltContext) -> None:
+    """The App Home tab opened: publish what waits for this person."""
+    if event.get("tab", "home") != "home":
+        return
+    await service_of(context).presenter.refresh_home(event["user"])
+
+
+def register(app: AsyncApp) -> None:
+    app.event("app_mention")(on_mention)
+    app.event("message")(on_message)
+    app.event("app_home_opened")(on_home_opened)

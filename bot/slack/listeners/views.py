@@ -5,100 +5,151 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.service import Action, Service
+from bot.agent import Tool
+from bot.service import OUTPUT_FIELD, Service
 from bot.slack.blocks import modals
-from bot.slack.listeners.common import actor_from, tell
+from bot.slack.ids import SUBMIT_DECISION, BlockId, CallbackId
+from bot.slack.listeners.common import actor_from, service_of, tell_actor
+from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.slack")
 
 
-def _first_block(view: dict[str, Any]) -> str:
-    for block in view.get("blocks", []):
-        if block.get("type") == "input" and block.get("block_id"):
-            return block["block_id"]
-    return "value"
+def request_id_of(view: dict[str, Any]) -> str:
+    """Every sayso modal carries its approval request id, and only that, in private_metadata."""
+    return str(view.get("private_metadata") or "").strip()
 
 
-def register(app: AsyncApp, service: Service) -> None:
-    async def submit(
-        ack: Any,
-        body: dict[str, Any],
-        view: dict[str, Any],
-        client: AsyncWebClient,
-        action: Action,
-        **values: Any,
-    ) -> None:
-        """Check first and answer the modal within 3 s (field errors inline); then record."""
-        request_id = (view.get("private_metadata") or "").strip()
-        actor = actor_from(body)
-        checked = await service.precheck(request_id, actor, action, **values)
-        if not checked.ok:
-            blocks = {b.get("block_id") for b in view.get("blocks", [])}
-            errors = {k: v for k, v in checked.errors.items() if k in blocks}
-            await ack(
-                response_action="errors", errors=errors or {_first_block(view): checked.message}
-            )
-            return
-        await ack()
-        outcome = await service.decide(request_id, actor, action, **values)
-        if not outcome.ok:
-            request = outcome.request
-            run = await service.store.get_run(request.run_id) if request else None
-            channel = request.channel_id if request else None
-            await tell(
-                client, actor.user_id, outcome.message, channel, run.thread_ts if run else None
-            )
+def _inputs(view: dict[str, Any]) -> list[str]:
+    """The block ids of the modal's inputs, in order."""
+    blocks = view.get("blocks", [])
+    return [str(b["block_id"]) for b in blocks if b.get("type") == "input" and b.get("block_id")]
 
-    async def tool_of(view: dict[str, Any]) -> tuple[Any, Any]:
-        request_id = (view.get("private_metadata") or "").strip()
-        request = await service.store.get_request(request_id) if request_id else None
-        run = await service.store.get_run(request.run_id) if request else None
-        tool = service.agents.tool(run.agent_id, request.tool_name) if run and request else None
-        return request, tool
 
-    @app.view("sayso_edit")
-    async def on_edit(
-        ack: Any, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        request, tool = await tool_of(view)
-        original = dict(request.arguments or {}) if request else {}
-        parameters = tool.parameters if tool else None
-        arguments, errors = modals.parse_edit(
-            view["state"]["values"], parameters, original=original
-        )
+OUTPUT_INPUT = {CallbackId.ANSWER: BlockId.ANSWER_INPUT, CallbackId.REVIEW: BlockId.REVIEW_INPUT}
+"""The input of each form where the person writes a call's output."""
+
+
+def _field_errors(
+    view: dict[str, Any], callback_id: CallbackId, errors: dict[str, str], message: str
+) -> dict[str, str]:
+    """The service's field errors under the modal's inputs (an output's under the form's
+    output input), else `message` under its first input: Slack refuses errors naming
+    blocks that are not inputs."""
+    inputs = _inputs(view)
+    if callback_id in OUTPUT_INPUT and OUTPUT_FIELD in errors:
+        errors = {**errors, OUTPUT_INPUT[callback_id]: errors[OUTPUT_FIELD]}
+    shown = {k: v for k, v in errors.items() if k in inputs}
+    return shown or ({inputs[0]: message} if inputs else {})
+
+
+async def _submit(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    view: dict[str, Any],
+    client: AsyncWebClient,
+    service: Service,
+    callback_id: CallbackId,
+    **given: Any,
+) -> None:
+    """Check first and answer the modal within 3 s (field errors inline); then record."""
+    request_id = request_id_of(view)
+    actor = actor_from(body)
+    action = SUBMIT_DECISION[callback_id]
+    checked = await service.precheck(request_id, actor, action, **given)
+    if not checked.ok:
+        errors = _field_errors(view, callback_id, checked.errors, checked.message)
         if errors:
             await ack(response_action="errors", errors=errors)
             return
-        await submit(ack, body, view, client, "edit", arguments=arguments)
+        await ack()  # a form without inputs: close it and say why
+        await tell_actor(client, service, body, checked.message, checked.request)
+        return
+    await ack()
+    outcome = await service.decide(request_id, actor, action, **given)
+    if not outcome.ok:
+        await tell_actor(client, service, body, outcome.message, outcome.request)
 
-    @app.view("sayso_reject")
-    async def on_reject(
-        ack: Any, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        reason = modals.parse_reject(view["state"]["values"])
-        await submit(ack, body, view, client, "reject", reason=reason)
 
-    @app.view("sayso_answer")
-    async def on_answer(
-        ack: Any, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        _, tool = await tool_of(view)
-        returns_object = bool(tool and tool.returns_object)
-        output, errors = modals.parse_answer(view["state"]["values"], returns_object)
-        if errors:
-            await ack(response_action="errors", errors=errors)
-            return
-        await submit(ack, body, view, client, "answer", output=output)
+async def _request_and_tool(
+    service: Service, view: dict[str, Any]
+) -> tuple[ApprovalRequestRecord | None, Tool | None]:
+    found = await service.request_with_run(request_id_of(view))
+    if found is None:
+        return None, None
+    request, run = found
+    return request, service.agents.tool(run.agent_id, request.tool_name)
 
-    @app.view("sayso_review")
-    async def on_review(
-        ack: Any, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        text, errors = modals.parse_review(view["state"]["values"])
-        if errors:
-            await ack(response_action="errors", errors=errors)
-            return
-        await submit(ack, body, view, client, "review", output=text)
+
+async def on_edit(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    view: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Approve with edits: the arguments as the person changed them."""
+    service = service_of(context)
+    request, tool = await _request_and_tool(service, view)
+    original = dict(request.arguments or {}) if request else {}
+    parameters = tool.parameters if tool else None
+    arguments, errors = modals.parse_edit(view["state"]["values"], parameters, original=original)
+    if errors:
+        await ack(response_action="errors", errors=errors)
+        return
+    await _submit(ack, body, view, client, service, CallbackId.EDIT, arguments=arguments)
+
+
+async def on_reject(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    view: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Reject, with an optional reason."""
+    reason = modals.parse_reject(view["state"]["values"])
+    await _submit(ack, body, view, client, service_of(context), CallbackId.REJECT, reason=reason)
+
+
+async def on_answer(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    view: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """The answer to a question, or the result of a manual step."""
+    service = service_of(context)
+    _, tool = await _request_and_tool(service, view)
+    returns_object = bool(tool and tool.returns_object)
+    output, errors = modals.parse_answer(view["state"]["values"], returns_object)
+    if errors:
+        await ack(response_action="errors", errors=errors)
+        return
+    await _submit(ack, body, view, client, service, CallbackId.ANSWER, output=output)
+
+
+async def on_review(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    view: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """A reply to a human review."""
+    text, errors = modals.parse_review(view["state"]["values"])
+    if errors:
+        await ack(response_action="errors", errors=errors)
+        return
+    await _submit(ack, body, view, client, service_of(context), CallbackId.REVIEW, output=text)
+
+
+def register(app: AsyncApp) -> None:
+    app.view(CallbackId.EDIT)(on_edit)
+    app.view(CallbackId.REJECT)(on_reject)
+    app.view(CallbackId.ANSWER)(on_answer)
+    app.view(CallbackId.REVIEW)(on_review)

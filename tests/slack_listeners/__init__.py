@@ -1,0 +1,1 @@
+"""Listeners one at a time, and the contract ids they answer to."""
