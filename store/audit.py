@@ -8,8 +8,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from bot.agent.util import utcnow
 from store.db import Database, insert_ignore
-from store.records import AuditEvent, args_hash, utcnow
+from store.records import AuditEvent, args_hash
 from store.schema import audit_events, slack_events
 
 

@@ -9,8 +9,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.agent.state import RunResult
+from bot.agent.util import utcnow
 from store.db import Database
-from store.records import Lease, RunRecord, utcnow
+from store.records import Lease, RunRecord
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
 from store.schema import runs

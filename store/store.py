@@ -7,9 +7,10 @@ import secrets
 import socket
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from bot.agent.state import RunResult
+from bot.agent.vocabulary import RequestOutcome
 from store import audit as audit_ops
 from store import migrate
 from store import requests as request_ops
@@ -155,7 +156,7 @@ class Store:
         request_id: str,
         *,
         actor: str,
-        status: Literal["approved", "edited", "rejected", "answered"],
+        status: RequestOutcome,
         reason: str | None = None,
         edited_arguments: dict[str, Any] | None = None,
         output: Any = None,
