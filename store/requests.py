@@ -6,7 +6,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -203,17 +203,21 @@ def _attempt_detail(
     return detail
 
 
+class DecisionInput(TypedDict):
+    """One attempt to decide a request: who, to what outcome, and what they gave with it."""
+
+    actor: str
+    status: RequestOutcome
+    reason: NotRequired[str | None]
+    edited_arguments: NotRequired[dict[str, Any] | None]
+    output: NotRequired[Any]
+
+
 async def decide(
-    db: Database,
-    request_id: str,
-    *,
-    actor: str,
-    status: RequestOutcome,
-    reason: str | None,
-    edited_arguments: dict[str, Any] | None,
-    output: Any,
-    now: datetime | None,
+    db: Database, request_id: str, *, now: datetime | None = None, **attempt: Unpack[DecisionInput]
 ) -> DecisionOutcome:
+    actor, status, reason = attempt["actor"], attempt["status"], attempt.get("reason")
+    edited_arguments, output = attempt.get("edited_arguments"), attempt.get("output")
     if status not in REQUEST_OUTCOMES:
         raise ValueError(f"Unknown decision {status!r}: use one of {sorted(REQUEST_OUTCOMES)}")
     if status == "edited" and edited_arguments is None:

@@ -7,10 +7,9 @@ import secrets
 import socket
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Unpack
+from typing import Unpack
 
 from bot.agent.state import RunResult
-from bot.agent.vocabulary import RequestOutcome
 from store import audit as audit_ops
 from store import migrate
 from store import requests as request_ops
@@ -25,6 +24,7 @@ from store.records import (
     Lease,
     RunRecord,
 )
+from store.requests import DecisionInput
 from store.runs import NewRun
 
 
@@ -136,26 +136,11 @@ class Store:
         await request_ops.set_request_message(self.db, request_id, channel_id, message_ts)
 
     async def decide(
-        self,
-        request_id: str,
-        *,
-        actor: str,
-        status: RequestOutcome,
-        reason: str | None = None,
-        edited_arguments: dict[str, Any] | None = None,
-        output: Any = None,
-        now: datetime | None = None,
+        self, request_id: str, *, now: datetime | None = None, **attempt: Unpack[DecisionInput]
     ) -> DecisionOutcome:
-        return await request_ops.decide(
-            self.db,
-            request_id,
-            actor=actor,
-            status=status,
-            reason=reason,
-            edited_arguments=edited_arguments,
-            output=output,
-            now=now,
-        )
+        """Decide a pending request exactly once: the first attempt before its deadline wins;
+        every attempt is audited."""
+        return await request_ops.decide(self.db, request_id, now=now, **attempt)
 
     async def expire_due(
         self, now: datetime | None = None, limit: int = 100
