@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 
 from slack_sdk.errors import SlackApiError
 
 from bot.config import ConfigError, Settings, load_settings, require
+from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
 
 log = logging.getLogger("sayso")
 
@@ -26,69 +26,14 @@ def setup_logging(level: str) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def load_agents(spec: str):  # type: ignore[no-untyped-def]
-    from bot.service.registry import AgentRegistry
-
-    try:
-        return AgentRegistry.load(spec)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"SAYSO_AGENTS / --agents {spec!r}: {exc}") from None
-
-
-async def wait_for_stop() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except NotImplementedError:  # pragma: no cover (Windows)
-            pass
-    await stop.wait()
-
-
-async def serve_http(bot, host: str, port: int) -> None:  # type: ignore[no-untyped-def]
-    from aiohttp import web
-
-    runner = web.AppRunner(bot.web_app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    log.info("event=listening mode=http url=http://%s:%d/slack/events", host, port)
-    try:
-        await wait_for_stop()
-    finally:
-        await runner.cleanup()
-
-
-async def serve_socket(bot) -> None:  # type: ignore[no-untyped-def]
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-    handler = AsyncSocketModeHandler(
-        bot.app, bot.settings.secret("slack_app_token"), web_client=bot.client
-    )
-    await handler.connect_async()
-    log.info("event=listening mode=socket")
-    try:
-        await wait_for_stop()
-    finally:
-        await handler.close_async()
-
-
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> None:
-    from bot.slack.app import build_bot
+    from bot.serve import Mode, load_agents, serve
 
-    mode = args.mode or ("socket" if settings.slack_app_token else "http")
+    mode: Mode = args.mode or ("socket" if settings.slack_app_token else "http")
     require(settings, mode)
-    agents = load_agents(args.agents or settings.sayso_agents)
-    bot = build_bot(settings, agents)
-    await bot.start()
-    try:
-        if mode == "socket":
-            await serve_socket(bot)
-        else:
-            await serve_http(bot, args.host, args.port)
-    finally:
-        await bot.stop()
+    await serve(
+        settings, load_agents(args.agents or settings.sayso_agents), mode, args.host, args.port
+    )
 
 
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> None:

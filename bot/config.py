@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Annotated, Literal
 
@@ -50,7 +51,12 @@ class Settings(BaseSettings):
     def _split_approvers(cls, value: object) -> tuple[str, ...]:
         if value is None or value == "":
             return ()
-        items = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[arg-type]
+        if isinstance(value, str):
+            items: Iterable[object] = value.split(",")
+        elif isinstance(value, Iterable):
+            items = value
+        else:
+            raise ValueError("approvers are a comma-separated string or a list of ids")
         ids = tuple(str(i).strip() for i in items if str(i).strip())
         bad = [i for i in ids if not _PRINCIPAL.match(i)]
         if bad:

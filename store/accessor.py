@@ -6,7 +6,6 @@ approval requests of a new pause, and the release of the lease once the run stop
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -15,21 +14,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.state import Pause, PendingToolCall, RunResult
+from bot.agent.util import maybe_await, utcnow
+from bot.agent.vocabulary import ENDED_RUN_STATUSES
 from store import requests
 from store import runs as run_ops
 from store.db import Database
-from store.records import ENDED, Lease, LeaseLostError, RequestPolicy, utcnow
+from store.records import Lease, LeaseLostError, RequestPolicy
 from store.schema import runs
 
 PolicyFn = Callable[[RunResult, PendingToolCall | None], RequestPolicy | Awaitable[RequestPolicy]]
 REVIEW_TOOL = "human_review"
-
-
-async def _policy(
-    fn: PolicyFn, result: RunResult, pending: PendingToolCall | None
-) -> RequestPolicy:
-    value = fn(result, pending)
-    return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
 
 
 def _pause_seq(pause: Pause, old: Any) -> int:
@@ -65,10 +59,10 @@ class StoreStateAccessor:
         pause = run.pause if run.status == "waiting_for_human" else None
         policies: list[tuple[PendingToolCall | None, RequestPolicy]] = []
         if pause is not None and pause.kind == "human_review":
-            policies.append((None, await _policy(self.policy, result, None)))
+            policies.append((None, await maybe_await(self.policy(result, None))))
         elif pause is not None:
             for p in pause.pending_tool_calls:
-                policies.append((p, await _policy(self.policy, result, p)))
+                policies.append((p, await maybe_await(self.policy(result, p))))
         now = utcnow()
         async with self.db.write() as conn:
             old = (
@@ -118,7 +112,7 @@ class StoreStateAccessor:
                 )
             if pause is not None and seq is not None:
                 await self._add_requests(conn, result, pause, seq, policies, old)
-            if run.status in ENDED:
+            if run.status in ENDED_RUN_STATUSES:
                 await requests.cancel_pending(conn, run.id, now)
         lease.version += 1
         if run.status == "running":

@@ -3,50 +3,57 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from bot.agent.util import utcnow
 from store.db import Database, insert_ignore
-from store.records import AuditEvent, args_hash, utcnow
+from store.records import AuditEvent, args_hash
 from store.schema import audit_events, slack_events
 
 
+class AuditEntry(TypedDict):
+    """One event of the audit trail: who did what to which run, call and request, and how it
+    ended. The arguments are kept only as a hash (`args_hash`)."""
+
+    actor: str | None
+    action: str
+    outcome: str
+    run_id: NotRequired[str | None]
+    call_id: NotRequired[str | None]
+    request_id: NotRequired[str | None]
+    tool_name: NotRequired[str | None]
+    arguments: NotRequired[Any]
+    detail: NotRequired[str | None]
+
+
 async def add_audit(
-    conn: AsyncConnection,
-    *,
-    actor: str | None,
-    action: str,
-    run_id: str | None,
-    call_id: str | None,
-    request_id: str | None,
-    tool_name: str | None,
-    arguments: Any,
-    outcome: str,
-    detail: str | None,
-    now: datetime | None = None,
+    conn: AsyncConnection, *, now: datetime | None = None, **entry: Unpack[AuditEntry]
 ) -> None:
     """Append one event inside the caller's transaction (it commits with the change)."""
+    tool_name = entry.get("tool_name")
     await conn.execute(
         audit_events.insert().values(
             at=now or utcnow(),
-            actor=actor,
-            action=action,
-            run_id=run_id,
-            call_id=call_id,
-            request_id=request_id,
+            actor=entry["actor"],
+            action=entry["action"],
+            run_id=entry.get("run_id"),
+            call_id=entry.get("call_id"),
+            request_id=entry.get("request_id"),
             tool_name=tool_name,
-            args_hash=args_hash(tool_name, arguments),
-            outcome=outcome,
-            detail=detail,
+            args_hash=args_hash(tool_name, entry.get("arguments")),
+            outcome=entry["outcome"],
+            detail=entry.get("detail"),
         )
     )
 
 
-async def audit(db: Database, **fields: Any) -> None:
+async def audit(db: Database, **entry: Unpack[AuditEntry]) -> None:
+    """Append one event in a transaction of its own."""
     async with db.write() as conn:
-        await add_audit(conn, **fields)
+        await add_audit(conn, **entry)
 
 
 async def audit_trail(db: Database, run_id: str) -> list[AuditEvent]:

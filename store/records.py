@@ -5,24 +5,20 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
 from bot.agent.state import RunResult
+from bot.agent.util import utcnow
+from bot.agent.vocabulary import (
+    PauseKind,
+    RequestKind,
+    RequestStatus,
+    RunStatus,
+)
 
-RequestKind = Literal["approval", "manual", "hitl", "review"]
-RequestStatus = Literal[
-    "pending", "approved", "edited", "rejected", "answered", "expired", "cancelled"
-]
-Decision = Literal["approved", "edited", "rejected", "answered"]
-DECISIONS: frozenset[str] = frozenset({"approved", "edited", "rejected", "answered"})
-ENDED: tuple[str, ...] = ("completed", "failed", "cancelled")
 ANYONE = "*"
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def args_hash(tool_name: str | None, arguments: Any) -> str | None:
@@ -62,8 +58,8 @@ class RequestPolicy:
 class RunRecord:
     id: str
     agent_id: str
-    status: str
-    pause_kind: str | None
+    status: RunStatus
+    pause_kind: PauseKind | None
     pause_step: int | None
     pause_seq: int
     requester: str | None
@@ -84,10 +80,6 @@ class RunRecord:
         """The saved run state, parsed on first use (None before the first save)."""
         return RunResult.model_validate_json(self.state) if self.state else None
 
-    @property
-    def ended(self) -> bool:
-        return self.status in ENDED
-
     def leased(self, now: datetime | None = None) -> bool:
         if self.lease_owner is None or self.lease_expires_at is None:
             return False
@@ -107,9 +99,9 @@ class ApprovalRequestRecord:
     call_id: str
     step: int
     tool_name: str
-    kind: str
+    kind: RequestKind
     arguments: Any
-    status: str
+    status: RequestStatus
     decided_by: str | None
     decided_at: datetime | None
     reason: str | None
@@ -129,10 +121,6 @@ class ApprovalRequestRecord:
     @property
     def pending(self) -> bool:
         return self.status == "pending"
-
-    @property
-    def decided(self) -> bool:
-        return self.status != "pending"
 
     def expired_at(self, now: datetime | None = None) -> bool:
         """Past its deadline (whether or not a sweep has marked it `expired` yet)."""

@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from bot.agent.util import utcnow
+from bot.agent.vocabulary import REQUEST_OUTCOMES, RequestKind, RequestOutcome
 from store.audit import add_audit
 from store.db import Database, insert_ignore
-from store.records import (
-    ANYONE,
-    DECISIONS,
-    ApprovalRequestRecord,
-    DecisionOutcome,
-    RequestPolicy,
-    utcnow,
-)
+from store.records import ANYONE, ApprovalRequestRecord, DecisionOutcome, RequestPolicy
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
 from store.schema import runs
@@ -100,7 +96,7 @@ async def insert_request(
     call_id: str,
     step: int,
     tool_name: str,
-    kind: str,
+    kind: RequestKind,
     arguments: Any,
     policy: RequestPolicy,
     interrupted: bool,
@@ -182,23 +178,48 @@ async def _audit_expiry(
     )
 
 
-def _hashed_arguments(request: ApprovalRequestRecord, status: str, edited: Any) -> Any:
+def _hashed_arguments(request: ApprovalRequestRecord, status: RequestOutcome, edited: Any) -> Any:
     return edited if status == "edited" and edited is not None else request.arguments
 
 
+def _attempt_outcome(request: ApprovalRequestRecord | None, won: bool) -> str:
+    if request is None:
+        return "not_found"
+    if won:
+        return "won"
+    return "expired" if request.status == "expired" else "lost"
+
+
+def _attempt_detail(
+    request: ApprovalRequestRecord | None, won: bool, status: RequestOutcome, reason: str | None
+) -> str:
+    """What the audit says of one attempt: what was wanted, the reason given with a recorded
+    decision, or who decided first."""
+    detail = f"wanted={status}"
+    if won and reason:
+        detail += f" reason={json.dumps(reason, ensure_ascii=False)}"
+    if request is not None and not won:
+        detail += f" status={request.status} decided_by={request.decided_by}"
+    return detail
+
+
+class DecisionInput(TypedDict):
+    """One attempt to decide a request: who, to what outcome, and what they gave with it."""
+
+    actor: str
+    status: RequestOutcome
+    reason: NotRequired[str | None]
+    edited_arguments: NotRequired[dict[str, Any] | None]
+    output: NotRequired[Any]
+
+
 async def decide(
-    db: Database,
-    request_id: str,
-    *,
-    actor: str,
-    status: str,
-    reason: str | None,
-    edited_arguments: dict[str, Any] | None,
-    output: Any,
-    now: datetime | None,
+    db: Database, request_id: str, *, now: datetime | None = None, **attempt: Unpack[DecisionInput]
 ) -> DecisionOutcome:
-    if status not in DECISIONS:
-        raise ValueError(f"Unknown decision {status!r}: use one of {sorted(DECISIONS)}")
+    actor, status, reason = attempt["actor"], attempt["status"], attempt.get("reason")
+    edited_arguments, output = attempt.get("edited_arguments"), attempt.get("output")
+    if status not in REQUEST_OUTCOMES:
+        raise ValueError(f"Unknown decision {status!r}: use one of {sorted(REQUEST_OUTCOMES)}")
     if status == "edited" and edited_arguments is None:
         raise ValueError("An edit needs edited_arguments")
     now = now or utcnow()
@@ -229,17 +250,6 @@ async def decide(
             request = await _one(conn, request_id)
             if expired and request is not None:
                 await _audit_expiry(conn, request, now, f"noticed by {actor}")
-        if request is None:
-            outcome = "not_found"
-        elif won:
-            outcome = "won"
-        elif request.status == "expired":
-            outcome = "expired"
-        else:
-            outcome = "lost"
-        detail = f"wanted={status}"
-        if request is not None and not won:
-            detail += f" status={request.status} decided_by={request.decided_by}"
         await add_audit(
             conn,
             actor=actor,
@@ -249,8 +259,8 @@ async def decide(
             request_id=request_id,
             tool_name=request.tool_name if request else None,
             arguments=_hashed_arguments(request, status, edited_arguments) if request else None,
-            outcome=outcome,
-            detail=detail,
+            outcome=_attempt_outcome(request, won),
+            detail=_attempt_detail(request, won, status, reason),
             now=now,
         )
     run_ready = False

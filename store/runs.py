@@ -4,13 +4,14 @@ save advances it, and a write is accepted only from the holder of the current ve
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import sqlalchemy as sa
 
 from bot.agent.state import RunResult
+from bot.agent.util import utcnow
 from store.db import Database
-from store.records import Lease, RunRecord, utcnow
+from store.records import Lease, RunRecord
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
 from store.schema import runs
@@ -23,33 +24,36 @@ def run_record(row: Any) -> RunRecord:
     return RunRecord(**{name: m[name] for name in _RUN_COLUMNS})
 
 
+class NewRun(TypedDict):
+    """A run as it is first stored: who asked what, and where in Slack its thread is."""
+
+    run_id: str
+    agent_id: str
+    requester: str | None
+    team_id: str | None
+    channel_id: str | None
+    thread_ts: str | None
+    request_text: str
+
+
 async def create_run(
-    db: Database,
-    *,
-    owner: str,
-    lease_seconds: float,
-    run_id: str,
-    agent_id: str,
-    requester: str | None,
-    team_id: str | None,
-    channel_id: str | None,
-    thread_ts: str | None,
-    request_text: str,
+    db: Database, *, owner: str, lease_seconds: float, **run: Unpack[NewRun]
 ) -> Lease:
     now = utcnow()
     expires = now + timedelta(seconds=lease_seconds)
+    run_id = run["run_id"]
     async with db.write() as conn:
         await conn.execute(
             runs.insert().values(
                 id=run_id,
-                agent_id=agent_id,
+                agent_id=run["agent_id"],
                 status="running",
                 pause_seq=0,
-                requester=requester,
-                team_id=team_id,
-                channel_id=channel_id,
-                thread_ts=thread_ts,
-                request_text=request_text,
+                requester=run["requester"],
+                team_id=run["team_id"],
+                channel_id=run["channel_id"],
+                thread_ts=run["thread_ts"],
+                request_text=run["request_text"],
                 created_at=now,
                 updated_at=now,
                 version=1,

@@ -7,7 +7,7 @@ import secrets
 import socket
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Unpack
 
 from bot.agent.state import RunResult
 from store import audit as audit_ops
@@ -15,6 +15,7 @@ from store import migrate
 from store import requests as request_ops
 from store import runs as run_ops
 from store.accessor import PolicyFn, StoreStateAccessor
+from store.audit import AuditEntry
 from store.db import DEFAULT_URL, Database
 from store.records import (
     ApprovalRequestRecord,
@@ -23,6 +24,8 @@ from store.records import (
     Lease,
     RunRecord,
 )
+from store.requests import DecisionInput
+from store.runs import NewRun
 
 
 def default_replica_id() -> str:
@@ -65,28 +68,10 @@ class Store:
 
     # -- runs ----------------------------------------------------------------------------
 
-    async def create_run(
-        self,
-        *,
-        run_id: str,
-        agent_id: str,
-        requester: str | None,
-        team_id: str | None,
-        channel_id: str | None,
-        thread_ts: str | None,
-        request_text: str,
-    ) -> Lease:
+    async def create_run(self, **run: Unpack[NewRun]) -> Lease:
+        """Store a new run, leased to this replica (the runtime's first save fills it in)."""
         return await run_ops.create_run(
-            self.db,
-            owner=self.replica_id,
-            lease_seconds=self.lease_seconds,
-            run_id=run_id,
-            agent_id=agent_id,
-            requester=requester,
-            team_id=team_id,
-            channel_id=channel_id,
-            thread_ts=thread_ts,
-            request_text=request_text,
+            self.db, owner=self.replica_id, lease_seconds=self.lease_seconds, **run
         )
 
     async def set_thread(self, run_id: str, channel_id: str, thread_ts: str) -> None:
@@ -151,26 +136,11 @@ class Store:
         await request_ops.set_request_message(self.db, request_id, channel_id, message_ts)
 
     async def decide(
-        self,
-        request_id: str,
-        *,
-        actor: str,
-        status: Literal["approved", "edited", "rejected", "answered"],
-        reason: str | None = None,
-        edited_arguments: dict[str, Any] | None = None,
-        output: Any = None,
-        now: datetime | None = None,
+        self, request_id: str, *, now: datetime | None = None, **attempt: Unpack[DecisionInput]
     ) -> DecisionOutcome:
-        return await request_ops.decide(
-            self.db,
-            request_id,
-            actor=actor,
-            status=status,
-            reason=reason,
-            edited_arguments=edited_arguments,
-            output=output,
-            now=now,
-        )
+        """Decide a pending request exactly once: the first attempt before its deadline wins;
+        every attempt is audited."""
+        return await request_ops.decide(self.db, request_id, now=now, **attempt)
 
     async def expire_due(
         self, now: datetime | None = None, limit: int = 100
@@ -201,31 +171,9 @@ class Store:
 
     # -- audit, dedup, retention ---------------------------------------------------------
 
-    async def audit(
-        self,
-        *,
-        actor: str | None,
-        action: str,
-        run_id: str | None = None,
-        call_id: str | None = None,
-        request_id: str | None = None,
-        tool_name: str | None = None,
-        arguments: dict[str, Any] | None = None,
-        outcome: str,
-        detail: str | None = None,
-    ) -> None:
-        await audit_ops.audit(
-            self.db,
-            actor=actor,
-            action=action,
-            run_id=run_id,
-            call_id=call_id,
-            request_id=request_id,
-            tool_name=tool_name,
-            arguments=arguments,
-            outcome=outcome,
-            detail=detail,
-        )
+    async def audit(self, **entry: Unpack[AuditEntry]) -> None:
+        """Append one event to the audit trail (`actor`, `action` and `outcome` are required)."""
+        await audit_ops.audit(self.db, **entry)
 
     async def audit_trail(self, run_id: str) -> list[AuditEvent]:
         return await audit_ops.audit_trail(self.db, run_id)

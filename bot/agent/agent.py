@@ -2,34 +2,53 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from bot.agent.accessor import AgentStateAccessor
-from bot.agent.decisions import AgentToolDecision, AgentToolEdit, AgentToolOutput
+from bot.agent.decisions import (
+    AgentToolDecision,
+    AgentToolEdit,
+    AgentToolOutput,
+    HumanReviewHook,
+)
 from bot.agent.loop import CallPolicy, Driver, EventCallback, apply_decision
 from bot.agent.messages import Message, ToolCall
 from bot.agent.models import Model, ModelSettings, ToolSpec, resolve_model
-from bot.agent.state import CallKind, Run, RunResult, ToolCallDecision
+from bot.agent.state import RecordableDecision, Run, RunResult, ToolCallDecision
 from bot.agent.tools import ApprovalPolicy, Tool
+from bot.agent.util import maybe_await
+from bot.agent.vocabulary import ENDED_RUN_STATUSES, ToolKind
 
 
 async def _evaluate(policy: Any, call: ToolCall, context: dict[str, Any]) -> bool:
     if callable(policy):
-        value = policy(call, context)
-        if inspect.isawaitable(value):
-            value = await value
-        return bool(value)
+        return bool(await maybe_await(policy(call, context)))
     return bool(policy)
 
 
 class Agent:
-    """An agent definition. It holds no run state: runs are `RunResult` data."""
+    """An agent definition. It holds no run state: runs are `RunResult` data.
+
+    Args:
+        id: a word naming the agent (it is stored with every run it makes).
+        model: a model name such as `"openai:gpt-4o-mini"`, or a `Model` instance.
+        instructions: the system prompt.
+        tools: the tools the model may call (functions decorated with `@tool`).
+        require_approval: the approval policy of tools that set none themselves: True, or a
+            callable `(call, context) -> bool` (maybe async), evaluated once per call.
+        human_review: a callback given a `HumanReviewContext` after each model response; it
+            returns an `AgentHumanReviewRequest` to pause the run for a person, or None.
+        max_steps: the most model requests a run may make before it fails.
+        approvers: Slack user or user group ids who may decide this agent's calls.
+        description: one line shown to people (default: the first line of `instructions`).
+        output_type: a type the final answer is parsed into (JSON), e.g. a pydantic model.
+        model_settings: timeouts, retries and sampling settings for the model.
+    """
 
     def __init__(
         self,
@@ -39,7 +58,7 @@ class Agent:
         tools: Sequence[Tool] = (),
         *,
         require_approval: ApprovalPolicy = False,
-        human_review: Callable[..., Any] | None = None,
+        human_review: HumanReviewHook | None = None,
         max_steps: int = 20,
         approvers: Sequence[str] = (),
         description: str = "",
@@ -92,7 +111,7 @@ class Agent:
 
     async def call_kind(
         self, call: ToolCall, context: dict[str, Any], call_policy: CallPolicy | None = None
-    ) -> CallKind:
+    ) -> ToolKind:
         """What a call needs: evaluated once per call; the outcome is stored in the run."""
         tool = self.tools[call.name]
         if tool.kind in ("manual", "hitl"):
@@ -109,30 +128,33 @@ class Agent:
 
     # -- decisions -----------------------------------------------------------------------
 
-    def check_decision(self, result: RunResult, decision: ToolCallDecision) -> ToolCallDecision:
+    def check_decision(self, result: RunResult, decision: RecordableDecision) -> ToolCallDecision:
         """Validate a decision against the paused run and the tool (edits, outputs).
 
-        Returns the decision with normalized arguments/output; raises `ValueError` naming
-        what is wrong. Nothing is changed.
+        Returns the decision as a `ToolCallDecision` with normalized arguments/output; raises
+        `ValueError` naming what is wrong (`TypeError` for an `AgentToolDecision`, which does
+        not say whether it approves or rejects). Nothing is changed.
         """
-        run = result.run
-        if run.status != "waiting_for_human" or run.pause is None:
-            raise ValueError(f"Run {run.id} is not waiting for human input (status: {run.status})")
-        pending = run.pause.pending(decision.call_id)
-        if pending is None:
-            raise ValueError(f"Unknown tool call {decision.call_id} for run {run.id}")
+        given, pending = result.resolve(decision)
         tool = self.tools.get(pending.call.name)
-        if decision.type == "edit":
+        if given.type == "edit":
             if tool is None:
                 raise ValueError(f"Tool {pending.call.name} is not defined on agent {self.id}")
-            args = tool.validate(decision.arguments or {})
-            return decision.model_copy(update={"arguments": args})
-        if decision.type == "output" and tool is not None:
-            return decision.model_copy(update={"output": tool.parse_output(decision.output)})
-        return decision
+            args = tool.validate(given.arguments or {})
+            return given.model_copy(update={"arguments": args})
+        if given.type == "output" and tool is not None:
+            return given.model_copy(update={"output": tool.parse_output(given.output)})
+        return given
 
-    def record(self, result: RunResult, decision: ToolCallDecision) -> ToolCallDecision:
-        """Validate and record one decision on a paused run (decisions may arrive one by one)."""
+    def record(self, result: RunResult, decision: RecordableDecision) -> ToolCallDecision:
+        """Validate and record one decision on a paused run (decisions may arrive one by one).
+
+        Args:
+            result: the paused run.
+            decision: a `ToolCallDecision`, an `AgentToolEdit` or an `AgentToolOutput`.
+
+        Returns the decision as recorded (edited arguments validated against the tool).
+        """
         checked = self.check_decision(result, decision)
         result.record(checked)
         return checked
@@ -209,6 +231,23 @@ class Agent:
 
         Everything is validated before anything changes: on a `ValueError` the given run is
         untouched and nothing is saved.
+
+        Args:
+            run: the paused (or failed) run; or pass `run_id` and `state` instead.
+            run_id: the id of a run to load from `state`.
+            state: where runs are kept; the continued run is saved there after every step.
+            approvals: calls approved as proposed.
+            rejections: calls rejected; each one's `reason` is what the model reads.
+            edits: calls approved with replaced arguments (validated against the tool); each
+                one's `reason` reaches the model with the tool's result.
+            tool_outputs: the outputs of manual and hitl calls.
+            human_input: the answer to a human review, or a note the model reads after the
+                tool results.
+            retry: continue a failed run from where it failed (no decisions).
+            require_approval: a policy for new calls of this stretch, in place of the tools'.
+            on_event: a callback (sync or async) told of progress (`RunEvent`).
+
+        Returns the run completed, failed, or waiting for people again.
         """
         result = await self._load(run, run_id, state)
         r = result.run
@@ -217,51 +256,39 @@ class Agent:
                 raise ValueError(
                     f"Run {r.id} has not failed (status: {r.status}); nothing to retry"
                 )
-            return await Driver(self, result, state, require_approval, on_event).drive()
-        if r.status != "waiting_for_human" or r.pause is None:
+        elif r.status != "waiting_for_human" or r.pause is None:
             raise ValueError(f"Run {r.id} is not waiting for human input (status: {r.status})")
-        decisions = [
-            *(ToolCallDecision.approve(d.call_id, decided_by=d.decided_by) for d in approvals),
-            *(
-                ToolCallDecision.reject(d.call_id, d.reason, decided_by=d.decided_by)
-                for d in rejections
-            ),
-            *(
-                ToolCallDecision.edit(e.call_id, e.arguments, decided_by=e.decided_by)
-                for e in edits
-            ),
-            *(
-                ToolCallDecision.answer(o.call_id, o.output, decided_by=o.decided_by)
-                for o in tool_outputs
-            ),
-        ]
-        for e in edits:
-            pending = r.pause.pending(e.call_id)
-            if e.tool_name and pending and e.tool_name != pending.call.name:
-                raise ValueError(
-                    f"An edit cannot change the tool of call {e.call_id} "
-                    f"({pending.call.name} -> {e.tool_name})"
-                )
-        pause = r.pause
-        if pause.kind == "human_review":
-            if decisions:
-                raise ValueError(f"Unknown tool call {decisions[0].call_id} for run {r.id}")
-            if not human_input:
-                raise ValueError(f"Run {r.id} is waiting for human input")
-            if r.turn is not None:
-                r.turn.human_input = human_input
+        else:
+            decisions: list[RecordableDecision] = [
+                *(ToolCallDecision.approve(d.call_id, decided_by=d.decided_by) for d in approvals),
+                *(
+                    ToolCallDecision.reject(d.call_id, d.reason, decided_by=d.decided_by)
+                    for d in rejections
+                ),
+                *edits,
+                *tool_outputs,
+            ]
+            if r.pause.kind == "human_review":
+                _answer_review(r, decisions, human_input)
             else:
-                r.messages.append(Message(role="user", content=human_input))
-            return await Driver(self, result, state, require_approval, on_event).drive()
+                self._apply(result, decisions, human_input)
+        return await Driver(self, result, state, require_approval, on_event).drive()
+
+    def _apply(
+        self, result: RunResult, decisions: list[RecordableDecision], human_input: str | None
+    ) -> None:
+        """Record the decisions, check that every pending call has one, and move each call of
+        the turn to its next state."""
+        r = result.run
+        assert r.pause is not None and r.turn is not None
         for d in decisions:
             self.record(result, d)
-        for p in pause.pending_tool_calls:
+        for p in r.pause.pending_tool_calls:
             if p.decision is None:
                 if p.kind == "approval":
                     raise ValueError(f"Missing approval decision for tool call {p.call.id}")
                 raise ValueError(f"Missing output for tool call {p.call.id}")
-        assert r.turn is not None
-        for p in pause.pending_tool_calls:
+        for p in r.pause.pending_tool_calls:
             assert p.decision is not None
             tc = r.turn.get(p.call.id)
             assert tc is not None
@@ -271,7 +298,6 @@ class Agent:
             apply_decision(tc, p.decision, args)
         if human_input:
             r.turn.human_input = human_input
-        return await Driver(self, result, state, require_approval, on_event).drive()
 
     async def recover(
         self,
@@ -285,6 +311,14 @@ class Agent:
 
         Calls that had started but not finished are not re-run: the run pauses with them
         pending approval and marked `interrupted`.
+
+        Args:
+            run: the run as last saved; or pass `run_id` and `state` instead.
+            run_id: the id of a run to load from `state`.
+            state: where runs are kept; the recovered run is saved there after every step.
+            on_event: a callback (sync or async) told of progress (`RunEvent`).
+
+        Returns the run completed, failed, or waiting for people.
         """
         result = await self._load(run, run_id, state)
         if result.run.status != "running":
@@ -299,9 +333,18 @@ class Agent:
         state: AgentStateAccessor | None = None,
         reason: str = "Cancelled",
     ) -> RunResult:
-        """End a run that has not finished; nothing pending will run."""
+        """End a run that has not finished; nothing pending will run.
+
+        Args:
+            run: the run; or pass `run_id` and `state` instead.
+            run_id: the id of a run to load from `state`.
+            state: where runs are kept; the cancelled run is saved there.
+            reason: kept as the run's `error`.
+
+        Returns the cancelled run. Raises `ValueError` for a run that has already ended.
+        """
         result = await self._load(run, run_id, state)
-        if result.run.status in ("completed", "failed", "cancelled"):
+        if result.run.status in ENDED_RUN_STATUSES:
             raise ValueError(f"Run {result.run.id} has already ended (status: {result.run.status})")
         result.run.status = "cancelled"
         result.run.error = reason
@@ -312,3 +355,15 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, model={self.model!r}, tools={list(self.tools)})"
+
+
+def _answer_review(r: Run, decisions: list[RecordableDecision], human_input: str | None) -> None:
+    """A human review takes an answer (`human_input`), never a decision on a call."""
+    if decisions:
+        raise ValueError(f"Unknown tool call {decisions[0].call_id} for run {r.id}")
+    if not human_input:
+        raise ValueError(f"Run {r.id} is waiting for human input")
+    if r.turn is not None:
+        r.turn.human_input = human_input
+    else:
+        r.messages.append(Message(role="user", content=human_input))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,11 @@ class HumanReviewContext:
     response: ModelResponse
     output: Any
     context: dict[str, Any] = field(default_factory=dict)
+
+
+ReviewVerdict = AgentHumanReviewRequest | None
+HumanReviewHook = Callable[[HumanReviewContext], ReviewVerdict | Awaitable[ReviewVerdict]]
+"""An agent's `human_review` callback (sync or async): a request pauses the run, None goes on."""
 
 
 @dataclass

@@ -11,7 +11,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import random
@@ -25,15 +24,15 @@ from bot.agent.state import (
     DEFAULT_REJECT_REASON,
     HumanReview,
     Pause,
-    PauseKind,
     PendingToolCall,
     RunResult,
     ToolCallDecision,
     Turn,
     TurnCall,
-    utcnow,
 )
 from bot.agent.tools import ToolContext, render_output
+from bot.agent.util import maybe_await, utcnow
+from bot.agent.vocabulary import PauseKind, PendingKind
 
 if TYPE_CHECKING:
     from bot.agent.accessor import AgentStateAccessor
@@ -52,10 +51,6 @@ REJECTION_NOTE = (
 )
 
 
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
 def pause_kind(pending: list[PendingToolCall]) -> PauseKind:
     kinds = {p.kind for p in pending}
     if kinds == {"approval"}:
@@ -65,7 +60,9 @@ def pause_kind(pending: list[PendingToolCall]) -> PauseKind:
     return "tool_input"
 
 
-def apply_decision(tc: TurnCall, decision: ToolCallDecision, validated_args: dict | None) -> None:
+def apply_decision(
+    tc: TurnCall, decision: ToolCallDecision, validated_args: dict[str, Any] | None
+) -> None:
     """Turn a person's decision into the call's next state (ready to run, or finished)."""
     earlier, tc.decision = tc.decision, decision
     if decision.type == "approve":
@@ -88,6 +85,12 @@ def apply_decision(tc: TurnCall, decision: ToolCallDecision, validated_args: dic
         tc.content = render_output(decision.output)
         tc.state = "finished"
         tc.finished_at = utcnow()
+
+
+def _pending_kind(tc: TurnCall) -> PendingKind:
+    """What a pending call waits for (a call that runs by itself never waits)."""
+    assert tc.kind != "auto", f"call {tc.call.id} runs by itself: it never waits"
+    return tc.kind
 
 
 def _shown(tc: TurnCall) -> ToolCall:
@@ -124,7 +127,7 @@ class Driver:
         if self.on_event is None:
             return
         try:  # sync or async callbacks
-            await _maybe_await(self.on_event(RunEvent(type=type_, run_id=self.run.id, **kw)))
+            await maybe_await(self.on_event(RunEvent(type=type_, run_id=self.run.id, **kw)))
         except Exception:  # a progress callback must never break the run
             log.exception("event=callback_failed run_id=%s type=%s", self.run.id, type_)
 
@@ -252,7 +255,7 @@ class Driver:
             output=output,
             context=self.run.context,
         )
-        return await _maybe_await(hook(ctx))
+        return await maybe_await(hook(ctx))
 
     async def _classify(self, calls: list[ToolCall]) -> Turn:
         """Decide once per call what it needs (the outcome is stored, never recomputed)."""
@@ -305,7 +308,7 @@ class Driver:
         pending = [tc for tc in turn.calls if tc.state == "pending"]
         if pending:
             items = [
-                PendingToolCall(call=_shown(tc), kind=tc.kind, interrupted=tc.interrupted)  # type: ignore[arg-type]
+                PendingToolCall(call=_shown(tc), kind=_pending_kind(tc), interrupted=tc.interrupted)
                 for tc in pending
             ]
             run.status = "waiting_for_human"
@@ -344,12 +347,7 @@ class Driver:
             output = await tool.invoke(tc.arguments, ctx)
             body: Any = output
             if tc.decision is not None and tc.decision.type == "edit":
-                body = {
-                    "note": "A reviewer replaced the arguments you proposed before this ran.",
-                    "proposed_arguments": tc.call.arguments,
-                    "arguments_used": tc.arguments,
-                    "result": output,
-                }
+                body = _edited_result(tc, tc.decision, output)
             tc.content = render_output(body)
         except Exception as exc:
             tc.error = f"{type(exc).__name__}: {exc}"
@@ -372,3 +370,16 @@ class Driver:
         await self.save()
         await self.emit("failed", detail=error)
         return self.result
+
+
+def _edited_result(tc: TurnCall, decision: ToolCallDecision, output: Any) -> dict[str, Any]:
+    """What the model reads after a call a reviewer edited: what it proposed, what ran, why."""
+    body: dict[str, Any] = {
+        "note": "A reviewer replaced the arguments you proposed before this ran.",
+        "proposed_arguments": tc.call.arguments,
+        "arguments_used": tc.arguments,
+    }
+    if decision.reason:
+        body["reason"] = decision.reason
+    body["result"] = output
+    return body

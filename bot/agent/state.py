@@ -6,28 +6,32 @@ process. It round-trips through `model_dump_json()` / `model_validate_json()`.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from bot.agent.decisions import (
+    AgentHumanReviewRequest,
+    AgentToolDecision,
+    AgentToolEdit,
+    AgentToolOutput,
+)
 from bot.agent.errors import UnknownSchemaVersionError
 from bot.agent.messages import Message, ToolCall, Usage
+from bot.agent.util import utcnow
+from bot.agent.vocabulary import (
+    CallState,
+    DecisionType,
+    PauseKind,
+    PendingKind,
+    RunStatus,
+    ToolKind,
+)
 
 SCHEMA_VERSION = 1
 
-RunStatus = Literal["running", "waiting_for_human", "completed", "failed", "cancelled"]
-PauseKind = Literal["tool_approval", "external_output", "tool_input", "human_review"]
-PendingKind = Literal["approval", "manual", "hitl"]
-CallKind = Literal["auto", "approval", "manual", "hitl"]
-DecisionType = Literal["approve", "edit", "reject", "output"]
-CallState = Literal["pending", "ready", "started", "finished"]
-
 DEFAULT_REJECT_REASON = "Tool call rejected"
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class ToolCallDecision(BaseModel):
@@ -53,15 +57,66 @@ class ToolCallDecision(BaseModel):
 
     @classmethod
     def edit(
-        cls, call_id: str, arguments: dict[str, Any], *, decided_by: str | None = None
+        cls,
+        call_id: str,
+        arguments: dict[str, Any],
+        *,
+        reason: str | None = None,
+        decided_by: str | None = None,
     ) -> ToolCallDecision:
-        return cls(call_id=call_id, type="edit", arguments=arguments, decided_by=decided_by)
+        return cls(
+            call_id=call_id, type="edit", arguments=arguments, reason=reason, decided_by=decided_by
+        )
 
     @classmethod
     def answer(
         cls, call_id: str, output: Any, *, decided_by: str | None = None
     ) -> ToolCallDecision:
         return cls(call_id=call_id, type="output", output=output, decided_by=decided_by)
+
+
+RecordableDecision = ToolCallDecision | AgentToolEdit | AgentToolOutput
+"""What `RunResult.record` and `Agent.record` take: a decision that says what it decides."""
+
+
+def as_tool_call_decision(decision: RecordableDecision) -> ToolCallDecision:
+    """The `ToolCallDecision` an exported decision stands for.
+
+    Raises `TypeError` for a type that does not say what it decides, naming the one to use.
+    """
+    if isinstance(decision, ToolCallDecision):
+        return decision
+    if isinstance(decision, AgentToolEdit):
+        return ToolCallDecision.edit(
+            decision.call_id,
+            decision.arguments,
+            reason=decision.reason,
+            decided_by=decision.decided_by,
+        )
+    if isinstance(decision, AgentToolOutput):
+        return ToolCallDecision.answer(
+            decision.call_id, decision.output, decided_by=decision.decided_by
+        )
+    raise TypeError(_not_recordable(decision))
+
+
+def _not_recordable(decision: object) -> str:
+    if isinstance(decision, AgentToolDecision):
+        return (
+            f"An AgentToolDecision does not say whether it approves or rejects call "
+            f"{decision.call_id}: record ToolCallDecision.approve(call_id) or "
+            "ToolCallDecision.reject(call_id, reason), or pass it to Agent.continue_run in "
+            "approvals=[...] or rejections=[...]"
+        )
+    if isinstance(decision, AgentHumanReviewRequest):
+        return (
+            "An AgentHumanReviewRequest is what a human_review callback returns to pause a run; "
+            "answer a review with Agent.continue_run(human_input=...)"
+        )
+    return (
+        f"Cannot record a {type(decision).__name__}: use ToolCallDecision (approve, reject, "
+        "edit, answer), AgentToolEdit or AgentToolOutput"
+    )
 
 
 class PendingToolCall(BaseModel):
@@ -88,16 +143,12 @@ class Pause(BaseModel):
     def pending(self, call_id: str) -> PendingToolCall | None:
         return next((p for p in self.pending_tool_calls if p.call.id == call_id), None)
 
-    @property
-    def undecided(self) -> list[PendingToolCall]:
-        return [p for p in self.pending_tool_calls if p.decision is None]
-
 
 class TurnCall(BaseModel):
     """Progress of one tool call of the current model turn (decided -> started -> finished)."""
 
     call: ToolCall
-    kind: CallKind
+    kind: ToolKind
     state: CallState = "ready"
     interrupted: bool = False
     decision: ToolCallDecision | None = None
@@ -176,30 +227,55 @@ class RunResult(BaseModel):
     def pending_tool_calls(self) -> list[PendingToolCall]:
         return self.run.pause.pending_tool_calls if self.run.pause else []
 
-    def record(self, decision: ToolCallDecision) -> None:
-        """Record one decision on the paused run (decisions may arrive one at a time).
+    def resolve(self, decision: RecordableDecision) -> tuple[ToolCallDecision, PendingToolCall]:
+        """The decision as a `ToolCallDecision`, and the pending call it decides.
 
-        Raises `ValueError` for a run that is not waiting, an unknown call id, a second
-        decision for the same call, or a decision type that does not fit the call's kind.
+        Raises `TypeError` for a type that does not say what it decides, and `ValueError`
+        for a run that is not waiting, an unknown call id, or an edit naming another tool.
         """
+        recorded = as_tool_call_decision(decision)
         run = self.run
         if run.status != "waiting_for_human" or run.pause is None:
             raise ValueError(f"Run {run.id} is not waiting for human input (status: {run.status})")
-        pending = run.pause.pending(decision.call_id)
+        pending = run.pause.pending(recorded.call_id)
         if pending is None:
-            raise ValueError(f"Unknown tool call {decision.call_id} for run {run.id}")
+            raise ValueError(f"Unknown tool call {recorded.call_id} for run {run.id}")
+        edited_tool = decision.tool_name if isinstance(decision, AgentToolEdit) else None
+        if edited_tool and edited_tool != pending.call.name:
+            raise ValueError(
+                f"An edit cannot change the tool of call {recorded.call_id} "
+                f"({pending.call.name} -> {edited_tool})"
+            )
+        return recorded, pending
+
+    def record(self, decision: RecordableDecision) -> ToolCallDecision:
+        """Record one decision on the paused run (decisions may arrive one at a time).
+
+        Args:
+            decision: a `ToolCallDecision`, an `AgentToolEdit` (its `reason` is kept) or an
+                `AgentToolOutput`. An `AgentToolDecision` is refused with a `TypeError`: it
+                does not say whether it approves or rejects.
+
+        Returns the decision as recorded. Raises `ValueError` for a run that is not waiting,
+        an unknown call id, a second decision for the same call, or a decision type that
+        does not fit the call's kind. Edited arguments are checked against the tool's schema
+        only by `Agent.record`.
+        """
+        run = self.run
+        recorded, pending = self.resolve(decision)
         if pending.decision is not None:
-            raise ValueError(f"Tool call {decision.call_id} already has a decision")
-        if pending.kind == "approval" and decision.type == "output":
+            raise ValueError(f"Tool call {recorded.call_id} already has a decision")
+        if pending.kind == "approval" and recorded.type == "output":
             raise ValueError(
-                f"Tool call {decision.call_id} needs approval: approve, edit or reject it"
+                f"Tool call {recorded.call_id} needs approval: approve, edit or reject it"
             )
-        if pending.kind != "approval" and decision.type in ("approve", "edit"):
+        if pending.kind != "approval" and recorded.type in ("approve", "edit"):
             raise ValueError(
-                f"Tool call {decision.call_id} is a {pending.kind} call: give its output"
+                f"Tool call {recorded.call_id} is a {pending.kind} call: give its output"
             )
-        pending.decision = decision
+        pending.decision = recorded
         run.updated_at = utcnow()
+        return recorded
 
 
 def _raise_schema_version_error(exc: ValidationError) -> None:

@@ -9,16 +9,30 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, TypedDict, Union, Unpack, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from bot.agent.messages import ToolCall
+from bot.agent.util import maybe_await
+from bot.agent.vocabulary import ALL_APPROVAL_DECISIONS, ApprovalDecision, ToolKind
 
-ToolKind = Literal["auto", "approval", "manual", "hitl"]
-Decision = Literal["approve", "edit", "reject"]
 ApprovalPolicy = bool | Callable[[ToolCall, dict[str, Any]], "bool | Awaitable[bool]"]
-ALL_DECISIONS: tuple[Decision, ...] = ("approve", "edit", "reject")
+TOOL_KINDS: tuple[ToolKind, ...] = get_args(ToolKind)
+
+
+class ToolOptions(TypedDict, total=False):
+    """The options of `@tool(...)`; see `Tool` for what each one means."""
+
+    name: str | None
+    description: str | None
+    kind: ToolKind
+    require_approval: ApprovalPolicy | None
+    approvers: Sequence[str]
+    allow_self_approval: bool
+    expires_in: float | None
+    allowed_decisions: Sequence[ApprovalDecision]
+    confirm: bool
 
 
 @dataclass(frozen=True)
@@ -54,7 +68,25 @@ def _format_validation_error(tool_name: str, exc: ValidationError) -> str:
 
 
 class Tool:
-    """A tool definition. Build one with the `@tool` decorator."""
+    """A tool definition. Build one with the `@tool` decorator.
+
+    Args:
+        fn: the body, sync or async. Its typed parameters are the arguments the model fills
+            (validated with pydantic); a parameter typed `ToolContext` receives the call's
+            context instead. Its docstring is the description the model reads.
+        name: the name the model calls (default: the function's name).
+        description: what the model reads (default: the docstring).
+        kind: `auto` runs at once; `approval` waits for an approver's decision; `manual` and
+            `hitl` wait for a person or another system to supply the output.
+        require_approval: True (or a callable `(call, context) -> bool`, maybe async) asks for
+            approval; it overrides the agent's own policy for this tool.
+        approvers: Slack user or user group ids who may decide (default: the agent's, then
+            anyone allowed by the settings).
+        allow_self_approval: whether the person who started the run may decide.
+        expires_in: seconds before an undecided request expires (default: the settings').
+        allowed_decisions: a non-empty subset of approve, edit and reject.
+        confirm: ask the approver to confirm before the decision is recorded.
+    """
 
     def __init__(
         self,
@@ -67,16 +99,18 @@ class Tool:
         approvers: Sequence[str] = (),
         allow_self_approval: bool = True,
         expires_in: float | None = None,
-        allowed_decisions: Sequence[Decision] = ALL_DECISIONS,
+        allowed_decisions: Sequence[ApprovalDecision] = ALL_APPROVAL_DECISIONS,
         confirm: bool = False,
     ) -> None:
-        if kind not in ("auto", "approval", "manual", "hitl"):
+        if kind not in TOOL_KINDS:
             raise ValueError(f"Unknown tool kind {kind!r}: use auto, approval, manual or hitl")
         if require_approval is True and kind == "auto":
             kind = "approval"
-        bad = [d for d in allowed_decisions if d not in ALL_DECISIONS]
+        bad = [d for d in allowed_decisions if d not in ALL_APPROVAL_DECISIONS]
         if bad or not allowed_decisions:
-            raise ValueError(f"allowed_decisions must be a non-empty subset of {ALL_DECISIONS}")
+            raise ValueError(
+                f"allowed_decisions must be a non-empty subset of {ALL_APPROVAL_DECISIONS}"
+            )
         self.fn = fn
         self.name = name or fn.__name__
         self.description = (description or inspect.getdoc(fn) or self.name).strip()
@@ -85,7 +119,7 @@ class Tool:
         self.approvers = tuple(approvers)
         self.allow_self_approval = allow_self_approval
         self.expires_in = expires_in
-        self.allowed_decisions: tuple[Decision, ...] = tuple(allowed_decisions)
+        self.allowed_decisions: tuple[ApprovalDecision, ...] = tuple(allowed_decisions)
         self.confirm = confirm
         self._context_param: str | None = None
         self._args_model = self._build_args_model()
@@ -131,10 +165,6 @@ class Tool:
             return True
         return isinstance(ann, type) and issubclass(ann, BaseModel)
 
-    @property
-    def needs_person(self) -> bool:
-        return self.kind in ("manual", "hitl")
-
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validate arguments against the schema; raise `ValueError` naming the field."""
         if not isinstance(arguments, dict):
@@ -163,10 +193,7 @@ class Tool:
             kwargs[self._context_param] = ctx
         if inspect.iscoroutinefunction(self.fn):
             return await self.fn(**kwargs)
-        result = await asyncio.to_thread(self.fn, **kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return await maybe_await(await asyncio.to_thread(self.fn, **kwargs))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -175,34 +202,32 @@ class Tool:
         return f"Tool(name={self.name!r}, kind={self.kind!r})"
 
 
+@overload
+def tool(fn: Callable[..., Any], /, **options: Unpack[ToolOptions]) -> Tool: ...
+
+
+@overload
 def tool(
-    fn: Callable[..., Any] | None = None,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    kind: ToolKind = "auto",
-    require_approval: ApprovalPolicy | None = None,
-    approvers: Sequence[str] = (),
-    allow_self_approval: bool = True,
-    expires_in: float | None = None,
-    allowed_decisions: Sequence[Decision] = ALL_DECISIONS,
-    confirm: bool = False,
-) -> Any:
-    """Make a function a tool. `@tool`, `@tool(require_approval=True)`, `@tool(kind="hitl")`."""
+    fn: None = None, /, **options: Unpack[ToolOptions]
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None, /, **options: Unpack[ToolOptions]
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a function a tool: `@tool`, `@tool(require_approval=True)`, `@tool(kind="hitl")`.
+
+    Args:
+        fn: the function, when used bare as `@tool`.
+        **options: `name`, `description`, `kind`, `require_approval`, `approvers`,
+            `allow_self_approval`, `expires_in`, `allowed_decisions` and `confirm`, as
+            described on `Tool`.
+
+    Returns a `Tool` (bare `@tool`), or a decorator that makes one (`@tool(...)`).
+    """
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return Tool(
-            f,
-            name=name,
-            description=description,
-            kind=kind,
-            require_approval=require_approval,
-            approvers=approvers,
-            allow_self_approval=allow_self_approval,
-            expires_in=expires_in,
-            allowed_decisions=allowed_decisions,
-            confirm=confirm,
-        )
+        return Tool(f, **options)
 
     return wrap(fn) if fn is not None else wrap
 

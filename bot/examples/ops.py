@@ -91,7 +91,8 @@ def _deploy_reply(request: str, results: dict[str, str]) -> ScriptReply:
         return call("get_status", service=service)
     if "deploy" not in results:
         env = "production" if re.search(r"\bprod(uction)?\b", request) else "staging"
-        version = (re.search(r"\bv\d+(?:\.\d+)*\b", request) or re.search(r"v\d+", "v2")).group(0)
+        named = re.search(r"\bv\d+(?:\.\d+)*\b", request)
+        version = named.group(0) if named else "v2"
         return call("deploy", environment=env, version=version)
     error = _error(results["deploy"])
     if error:

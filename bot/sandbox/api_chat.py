@@ -120,12 +120,18 @@ def permalink(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "channel": channel, "permalink": link}
 
 
-def reactions_add(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
+def _reaction_target(sb: SandboxCore, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The message `reactions.*` names, and the emoji name (without colons)."""
     channel = existing_channel(sb, args)
     name = str(require(args, "name", "invalid_name")).strip(":")
     message = sb.ws.find(channel, str(args.get("timestamp") or ""))
     if message is None:
         raise ApiError("message_not_found")
+    return message, name
+
+
+def reactions_add(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
+    message, name = _reaction_target(sb, args)
     reactions = message.setdefault("reactions", [])
     for reaction in reactions:
         if reaction["name"] == name:
@@ -140,11 +146,7 @@ def reactions_add(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def reactions_remove(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
-    channel = existing_channel(sb, args)
-    name = str(require(args, "name", "invalid_name")).strip(":")
-    message = sb.ws.find(channel, str(args.get("timestamp") or ""))
-    if message is None:
-        raise ApiError("message_not_found")
+    message, name = _reaction_target(sb, args)
     for reaction in message.get("reactions", []):
         if reaction["name"] == name and BOT_USER_ID in reaction["users"]:
             reaction["users"].remove(BOT_USER_ID)

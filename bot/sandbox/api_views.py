@@ -36,12 +36,18 @@ def checked_view(args: dict[str, Any], kind: str | None = None) -> dict[str, Any
     return {**view, "blocks": fill_ids(view.get("blocks"))}
 
 
-def open_view(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
-    view = checked_view(args, "modal")
+def _trigger_user(sb: SandboxCore, args: dict[str, Any]) -> str:
+    """The person whose click made the call's trigger_id (used up by this call)."""
     user, error = sb.use_trigger(args.get("trigger_id"))
     if error:
         raise ApiError(error)
     assert user is not None
+    return user
+
+
+def open_view(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
+    view = checked_view(args, "modal")
+    user = _trigger_user(sb, args)
     sb.ws.close_views(user, list(sb.ws.stacks.get(user, [])))  # a new modal replaces any open
     stored = push_view(sb.ws, user, view)
     return {"ok": True, "view": stored.view}
@@ -49,10 +55,7 @@ def open_view(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
 
 def push(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
     view = checked_view(args, "modal")
-    user, error = sb.use_trigger(args.get("trigger_id"))
-    if error:
-        raise ApiError(error)
-    assert user is not None
+    user = _trigger_user(sb, args)
     depth = len(sb.ws.stacks.get(user, []))
     if depth == 0:
         raise ApiError("not_found", detail="views.push needs an open modal")

@@ -119,14 +119,20 @@ class _Checker:
             self.fail(f"{path}/alt_text", "is required")
         self.max_len(obj.get("alt_text"), 2000, f"{path}/alt_text")
 
-    def block_context(self, block: dict[str, Any], path: str) -> None:
+    def elements(self, block: dict[str, Any], path: str, most: int) -> list[Any]:
+        """The block's `elements`: a non-empty array of at most `most` items (else [])."""
         elements = block.get("elements")
         if not isinstance(elements, list) or not elements:
             self.fail(f"{path}/elements", "must be a non-empty array")
-            return
-        if len(elements) > 10:
-            self.fail(f"{path}/elements", f"no more than 10 items allowed (got {len(elements)})")
-        for i, element in enumerate(elements):
+            return []
+        if len(elements) > most:
+            self.fail(
+                f"{path}/elements", f"no more than {most} items allowed (got {len(elements)})"
+            )
+        return elements
+
+    def block_context(self, block: dict[str, Any], path: str) -> None:
+        for i, element in enumerate(self.elements(block, path, 10)):
             sub = f"{path}/elements/{i}"
             if isinstance(element, dict) and element.get("type") == "image":
                 self.image(element, sub)
@@ -134,14 +140,8 @@ class _Checker:
                 self.text(element, sub, 3000)
 
     def block_actions(self, block: dict[str, Any], path: str) -> None:
-        elements = block.get("elements")
-        if not isinstance(elements, list) or not elements:
-            self.fail(f"{path}/elements", "must be a non-empty array")
-            return
-        if len(elements) > 25:
-            self.fail(f"{path}/elements", f"no more than 25 items allowed (got {len(elements)})")
         seen: set[str] = set()
-        for i, element in enumerate(elements):
+        for i, element in enumerate(self.elements(block, path, 25)):
             self.element(element, f"{path}/elements/{i}")
             action_id = element.get("action_id") if isinstance(element, dict) else None
             if action_id is not None:

@@ -120,33 +120,28 @@ def block_actions(
     return payload
 
 
-def view_submission(person: Person, view: dict[str, Any], trigger_id: str) -> dict[str, Any]:
+def _view_payload(kind: str, person: Person, view: dict[str, Any], **fields: Any) -> dict[str, Any]:
     return {
-        "type": "view_submission",
+        "type": kind,
         "team": team(),
         "user": user_ref(person),
         "api_app_id": APP_ID,
         "token": VERIFICATION_TOKEN,
-        "trigger_id": trigger_id,
+        **fields,
         "view": view,
-        "response_urls": [],
         "is_enterprise_install": False,
         "enterprise": None,
+    }
+
+
+def view_submission(person: Person, view: dict[str, Any], trigger_id: str) -> dict[str, Any]:
+    return _view_payload("view_submission", person, view, trigger_id=trigger_id) | {
+        "response_urls": []
     }
 
 
 def view_closed(person: Person, view: dict[str, Any], is_cleared: bool) -> dict[str, Any]:
-    return {
-        "type": "view_closed",
-        "team": team(),
-        "user": user_ref(person),
-        "api_app_id": APP_ID,
-        "token": VERIFICATION_TOKEN,
-        "view": view,
-        "is_cleared": is_cleared,
-        "is_enterprise_install": False,
-        "enterprise": None,
-    }
+    return _view_payload("view_closed", person, view) | {"is_cleared": is_cleared}
 
 
 def event_callback(event: dict[str, Any]) -> dict[str, Any]:

@@ -48,11 +48,8 @@ class SlackSandbox(PersonActions):
         """Serve on host:port (0 picks a free port); `self.url` is set once listening."""
         self._runner = web.AppRunner(self.build_app(), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        server = site._server
-        assert server is not None
-        bound = server.sockets[0].getsockname()  # type: ignore[union-attr]
+        await web.TCPSite(self._runner, host, port).start()
+        bound = self._runner.addresses[0]
         self.url = f"http://{host}:{bound[1]}"
         log.info("event=sandbox_started url=%s bot_url=%s", self.url, self.bot_url)
 

@@ -89,3 +89,15 @@ async def test_readme_example(capsys) -> None:  # type: ignore[no-untyped-def]
         "call_3 ask_user {'question': 'Announce it in #ops?'} hitl",
         "completed v2 is live on staging and announced in #ops.",
     ]
+
+
+def test_the_readme_shows_this_example_verbatim() -> None:
+    from pathlib import Path
+
+    here = Path(__file__)
+    source = here.read_text()
+    example = source.split("# --- README example begins ---\n")[1]
+    example = example.split("# --- README example ends ---\n")[0]
+    readme = (here.parents[2] / "README.md").read_text()
+    shown = [block.split("```")[0] for block in readme.split("```python\n")[1:]]
+    assert example in shown, "README.md's runtime example differs from this test's copy"

@@ -7,6 +7,9 @@ Create Date: 2025-01-01
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -16,11 +19,11 @@ branch_labels = None
 depends_on = None
 
 
-def _ts(name: str, nullable: bool = False) -> sa.Column:
+def _ts(name: str, nullable: bool = False) -> sa.Column[datetime]:
     return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
 
 
-def _json(name: str) -> sa.Column:
+def _json(name: str) -> sa.Column[Any]:
     return sa.Column(name, sa.JSON(none_as_null=True), nullable=True)
 
 
