@@ -34,7 +34,12 @@ def decisions_from(requests: list[ApprovalRequestRecord]) -> dict[str, Any]:
             out["approvals"].append(AgentToolDecision(r.call_id, decided_by=r.decided_by))
         elif r.status == "edited":
             out["edits"].append(
-                AgentToolEdit(r.call_id, dict(r.edited_arguments or {}), decided_by=r.decided_by)
+                AgentToolEdit(
+                    r.call_id,
+                    dict(r.edited_arguments or {}),
+                    reason=r.reason or None,
+                    decided_by=r.decided_by,
+                )
             )
         elif r.status == "answered":
             out["tool_outputs"].append(

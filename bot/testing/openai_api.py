@@ -7,14 +7,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from bot.agent.util import estimate_tokens
+
 JsonObject = dict[str, Any]
 ROLES = ("system", "user", "assistant", "tool", "developer")
 NULL_CONTENT = "Invalid value for 'content': expected a string, got null."
-
-
-def estimate_tokens(value: Any) -> int:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return max(1, len(text) // 4)
 
 
 def chat_completion(

@@ -13,6 +13,7 @@ from typing import Any, overload
 
 from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
 from bot.agent.models.base import FinalResponse, ModelSettings, StreamEvent, TextDelta, ToolSpec
+from bot.agent.util import estimate_tokens
 
 ScriptReply = Message | str | ToolCall | list[ToolCall]
 ScriptFn = Callable[[list[Message], list[ToolSpec]], Any]
@@ -64,10 +65,6 @@ def _to_message(reply: ScriptReply, turn: int) -> Message:
     return message.model_copy(update={"tool_calls": calls})
 
 
-def _estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
 @register_script("echo")
 def _echo(messages: list[Message], tools: list[ToolSpec]) -> str:
     last = next((m.content for m in reversed(messages) if m.role == "user"), "")
@@ -107,8 +104,8 @@ class ScriptedModel:
             reply = await reply
         turn = sum(1 for m in messages if m.role == "assistant") + 1
         message = _to_message(reply, turn)
-        prompt = sum(_estimate_tokens(m.content or "") for m in messages)
-        completion = _estimate_tokens(message.content or "") + 10 * len(message.tool_calls)
+        prompt = sum(estimate_tokens(m.content or "") for m in messages)
+        completion = estimate_tokens(message.content or "") + 10 * len(message.tool_calls)
         if message.truncated:
             finish_reason = "length"
         else:
