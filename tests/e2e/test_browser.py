@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import ARTIFACTS, chromium
+from tests.helpers.browser import ARTIFACTS, chromium
 from tests.e2e.conftest import Harness
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
