@@ -5,18 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.helpers.network import free_port
+from tests.helpers.waiting import eventually_sync
 
 
 def _get(url: str) -> str:
@@ -33,7 +28,7 @@ def _post(url: str, body: dict) -> dict:
 
 
 def test_demo_runs_the_bundled_agent_and_stops_on_ctrl_c(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SAYSO_", "OPENAI_"))}
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(
@@ -45,26 +40,31 @@ def test_demo_runs_the_bundled_agent_and_stops_on_ctrl_c(tmp_path: Path) -> None
         text=True,
     )
     base = f"http://127.0.0.1:{port}"
+
+    def output() -> str:
+        return proc.stdout.read() if proc.stdout and proc.poll() is not None else ""
+
+    def page() -> str:
+        assert proc.poll() is None, f"sayso demo exited:\n{output()}"
+        return _get(base + "/")
+
+    def help_answered() -> bool:  # the bot starts right after the page
+        answer = _post(base + "/sandbox/ui/command", {"user": "U_REQUESTER", "text": "/sayso help"})
+        return answer["delivery"]["status"] == 200
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                page = _get(base + "/")
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-                assert time.monotonic() < deadline, "demo did not start"
-                time.sleep(0.2)
-        assert "<html" in page.lower()
-        time.sleep(0.5)  # the bot starts right after the page
+        assert "<html" in eventually_sync(page, timeout=30, what="the page", ignoring=(OSError,))
+        eventually_sync(help_answered, timeout=20, what="the bot to answer /sayso help")
         _post(
             base + "/sandbox/ui/command",
             {"user": "U_REQUESTER", "text": "/sayso deploy v2 to staging"},
         )
-        deadline = time.monotonic() + 20
-        while "Approval needed" not in _get(base + "/sandbox/state?user=U_APPROVER"):
-            assert time.monotonic() < deadline, _get(base + "/sandbox/state?user=U_APPROVER")[:3000]
-            time.sleep(0.2)
+        eventually_sync(
+            lambda: "Approval needed" in _get(base + "/sandbox/state?user=U_APPROVER"),
+            timeout=20,
+            what="an approval card for U_APPROVER",
+            detail=lambda: _get(base + "/sandbox/state?user=U_APPROVER")[:3000],
+        )
         assert (tmp_path / "sayso-demo.db").exists()
     finally:
         proc.send_signal(signal.SIGINT)

@@ -17,8 +17,7 @@ from bot.agent.models import (
 )
 from bot.agent.models.config import ProviderSettings
 from bot.testing import FakeModelServer
-
-from .conftest import FAST
+from tests.agent.backends import FAST
 
 
 @tool(require_approval=True)

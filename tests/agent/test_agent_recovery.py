@@ -21,10 +21,10 @@ import pytest
 
 from bot import Agent, AgentToolDecision, InMemoryStateAccessor, RunResult, ToolContext, tool
 from bot.agent.models import OpenAIChatModel
+from tests.agent.backends import FAST, Backend
+from tests.agent.ops import STAGING, Ledger
+from tests.helpers.waiting import eventually
 
-from .conftest import FAST, Backend, Ledger
-
-STAGING = {"environment": "staging", "version": "v2"}
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -106,7 +106,7 @@ async def test_8_task_cancelled_inside_an_approved_tool_body(
     async def deploy(environment: str, version: str) -> str:
         ledger.add("deploy")
         started.set()
-        await asyncio.sleep(30)
+        await asyncio.sleep(30)  # a long body: the task is cancelled inside it
         return "ok"
 
     state = InMemoryStateAccessor()
@@ -192,11 +192,13 @@ async def test_8_process_killed_with_sigkill(tmp_path: Path, server: Any) -> Non
         [sys.executable, str(script), server.base_url, str(root), str(marker)], env=env
     )
     try:
-        for _ in range(1000):
-            if marker.exists() or proc.poll() is not None:
-                break
-            await asyncio.sleep(0.01)
-        assert marker.exists(), "the worker never started the tool body"
+        await eventually(
+            lambda: marker.exists() or proc.poll() is not None,
+            timeout=10,
+            interval=0.01,
+            what="the worker to start the tool body",
+        )
+        assert marker.exists(), "the worker exited before the tool body started"
         os.kill(proc.pid, signal.SIGKILL)
         await asyncio.to_thread(proc.wait, 10)
     finally:

@@ -16,10 +16,8 @@ from bot import (
     ToolCallDecision,
 )
 from bot.agent import UnknownSchemaVersionError
-
-from .conftest import Backend, OpsTools
-
-STAGING = {"environment": "staging", "version": "v2"}
+from tests.agent.backends import Backend
+from tests.agent.ops import STAGING, OpsTools
 
 
 async def test_9_json_round_trip_then_continue(backend: Backend, ops: OpsTools) -> None:

@@ -10,8 +10,9 @@ import pytest
 
 from bot import Agent, AgentToolDecision, ToolContext, tool
 from bot.agent import Tool
-
-from .conftest import FAST, Backend, Ledger
+from tests.agent.backends import FAST, Backend
+from tests.agent.ops import Ledger
+from tests.helpers.waiting import eventually
 
 
 @tool(require_approval=True)
@@ -144,8 +145,8 @@ async def test_sync_bodies_run_in_a_thread_without_blocking_the_loop(
         threads.append(threading.get_ident())
         return "async"
 
-    async def ticker() -> None:
-        await asyncio.sleep(0.05)
+    async def ticker() -> None:  # ticks once the sync body is blocking its thread
+        await eventually(lambda: threads, interval=0.01, what="the sync body to start")
         loop_ticked.set()
 
     agent = Agent(id="t", model=backend.model, tools=[slow_sync, fast_async], model_settings=FAST)

@@ -1,19 +1,10 @@
-"""Slash command -> card -> Approve -> the tool runs once -> the answer lands in the thread."""
+"""Slash command -> card -> Approve -> the tool runs once -> the answer lands in the thread;
+long arguments are cut on the card and shown whole in a modal."""
 
 from __future__ import annotations
 
-from tests.e2e.conftest import Harness, has_button, message_text
-
-DEPLOY = {"environment": "staging", "version": "v2"}
-
-
-async def start_deploy(h: Harness, args: dict | None = None) -> dict:
-    h.model.reply(tool_calls=[("deploy", args or DEPLOY)])
-    h.model.reply(text="Deployed v2 to staging.")
-    d = await h.sandbox.slash_command("U_REQUESTER", "ops deploy v2 to staging")
-    assert d.status == 200
-    await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1, timeout=10)
-    return h.cards()[0]
+from tests.e2e.flows import start_deploy
+from tests.e2e.harness import Harness, has_button, message_text
 
 
 async def test_slash_command_posts_root_and_card(harness: Harness) -> None:
@@ -42,3 +33,20 @@ async def test_approve_runs_the_tool_once_and_posts_the_answer(harness: Harness)
     assert not has_button(updated, "approve")
     assert "<@U_APPROVER>" in message_text(updated)
     # the second click on a decided card: an ephemeral saying by whom, nothing runs again
+
+
+async def test_long_arguments_are_cut_with_a_view_full_arguments_modal(harness: Harness) -> None:
+    h = harness
+    version = "v" + "9" * 5000
+    h.model.reply(tool_calls=[("deploy", {"environment": "staging", "version": version})])
+    await h.sandbox.slash_command("U_REQUESTER", "ops deploy the long one")
+    await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1)
+    card = h.cards()[0]
+    assert has_button(card, "view_args")
+    assert "cut" in message_text(card).lower()
+    await h.sandbox.click("U_MEMBER", "C_GENERAL", card["ts"], "view_args")
+    view = (await h.sandbox.wait_for(lambda sb: sb.open_views("U_MEMBER")))[-1]
+    assert view["callback_id"] == "sayso_view_args"
+    shown = "".join(message_text({"blocks": [b]}) for b in view["blocks"])
+    assert shown.count("9") >= 5000
+    assert not [c for c in h.sandbox.calls if not c.response.get("ok")]  # Slack accepted all

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.e2e.conftest import Harness
-from tests.e2e.test_decisions import card_request_id
+from tests.e2e.flows import actor, card_request_id
+from tests.e2e.harness import Harness
+from tests.helpers.waiting import eventually
 
 
 async def test_a_busy_process_queues_runs_without_their_leases(harness: Harness) -> None:
@@ -14,10 +15,12 @@ async def test_a_busy_process_queues_runs_without_their_leases(harness: Harness)
     h.settings_overrides = {"sayso_max_active_runs": 1}
     await h.start_bot()
     release = asyncio.Event()
+    started = asyncio.Event()
     tool = h.bot.service.agents.tool("ops", "deploy")
     body = tool.fn
 
     async def slow(**kw: object) -> dict:
+        started.set()
         await release.wait()
         return await body(**kw)
 
@@ -66,8 +69,8 @@ async def test_a_busy_process_queues_runs_without_their_leases(harness: Harness)
         for r in h.sandbox.messages("C_GENERAL")
     ]
     for card in cards:
-        await h.bot.service.decide(card_request_id(card), _actor(), "approve")
-    await asyncio.sleep(0.3)
+        await h.bot.service.decide(card_request_id(card), actor("U_APPROVER"), "approve")
+    await eventually(started.is_set, what="the first deploy to start (and hold the only slot)")
     runs = await h.bot.store.list_runs()
     leased = [r for r in runs if r.lease_owner]
     waiting = [r for r in runs if not r.lease_owner]
@@ -76,16 +79,11 @@ async def test_a_busy_process_queues_runs_without_their_leases(harness: Harness)
     assert len(await h.bot.store.ready_runs()) == 1  # any replica's sweep may take it
     release.set()
     await h.sandbox.wait_for(lambda sb: h.thread_text().count("done") >= 1, timeout=10)
-    for _ in range(100):
-        if all(r.status == "completed" for r in await h.bot.store.list_runs()):
-            break
-        await asyncio.sleep(0.05)
-    assert [r.status for r in await h.bot.store.list_runs()] == ["completed", "completed"]
+
+    async def statuses() -> list[str] | None:
+        found = [r.status for r in await h.bot.store.list_runs()]
+        return found if found == ["completed", "completed"] else None
+
+    await eventually(statuses, what="both runs to complete")
     assert len(h.effects.deploys) == 2
     tool.fn = body
-
-
-def _actor():  # type: ignore[no-untyped-def]
-    from bot.service import Actor
-
-    return Actor(user_id="U_APPROVER", team_id="T_SANDBOX")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.browser import ARTIFACTS, chromium
-from tests.e2e.conftest import Harness
+from tests.e2e.harness import Harness
+from tests.helpers.browser import ARTIFACTS, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

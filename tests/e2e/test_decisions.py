@@ -1,27 +1,19 @@
-"""Edit, reject, answer, several calls, permissions, second clicks, bad signatures."""
+"""Edit, reject, answer, several calls, permissions, second clicks, unknown requests, bad
+signatures, expiry, replays."""
 
 from __future__ import annotations
 
 import json
 
-from tests.e2e.conftest import Harness, has_button, message_text
-from tests.e2e.test_approve_flow import start_deploy
-
-
-def tool_results(h: Harness) -> list[dict]:
-    """The tool messages the model received in its last request."""
-    return [m for m in h.model.last_request["messages"] if m["role"] == "tool"]
-
-
-async def open_modal(h: Harness, user: str, card: dict, action_id: str) -> dict:
-    d = await h.sandbox.click(user, "C_GENERAL", card["ts"], action_id)
-    assert d.status == 200
-    views = await h.sandbox.wait_for(lambda sb: sb.open_views(user))
-    return views[-1]
-
-
-async def wait_answer(h: Harness, text: str) -> None:
-    await h.sandbox.wait_for(lambda sb: text in h.thread_text(), timeout=10)
+from tests.e2e.flows import (
+    actor,
+    card_request_id,
+    open_modal,
+    start_deploy,
+    tool_results,
+    wait_answer,
+)
+from tests.e2e.harness import SECRET, Harness, has_button, message_text
 
 
 async def test_edit_with_valid_arguments_runs_the_edited_call(harness: Harness) -> None:
@@ -170,18 +162,10 @@ async def test_second_click_on_a_decided_card_says_who_decided(harness: Harness)
     assert len(h.effects.deploys) == 1
 
 
-def card_request_id(card: dict) -> str:
-    for block in card["blocks"]:
-        for el in block.get("elements", []) or []:
-            if el.get("action_id") == "approve":
-                return el["value"]
-    raise AssertionError("no approve button")
-
-
-def actor(user: str):  # type: ignore[no-untyped-def]
-    from bot.service import Actor
-
-    return Actor(user_id=user, team_id="T_SANDBOX")
+async def test_unknown_request_reference_is_refused_politely(harness: Harness) -> None:
+    h = harness
+    outcome = await h.bot.service.decide("does-not-exist", actor("U_APPROVER"), "approve")
+    assert outcome.kind == "not_found"
 
 
 async def test_bad_signature_is_refused_and_changes_nothing(harness: Harness) -> None:
@@ -259,7 +243,6 @@ async def test_a_replayed_slash_command_starts_one_run_even_on_another_replica(
     import aiohttp
 
     from bot.sandbox import sign
-    from tests.e2e.conftest import SECRET
 
     h = harness
     h.model.reply(text="Staging is healthy.")

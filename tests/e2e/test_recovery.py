@@ -1,11 +1,14 @@
-"""A replica dies holding a run: another process continues it; started calls are not re-run."""
+"""A replica dies holding a run: another process continues it; started calls are not re-run;
+a lease holder keeps its run through a failed renewal; cards a process failed to post are
+posted by the sweep."""
 
 from __future__ import annotations
 
 import asyncio
 
-from tests.e2e.conftest import Harness, has_button, message_text
-from tests.e2e.test_decisions import wait_answer
+from tests.e2e.flows import start_deploy, wait_answer
+from tests.e2e.harness import Harness, has_button, message_text
+from tests.helpers.waiting import eventually
 
 
 async def crash(h: Harness) -> None:
@@ -80,6 +83,51 @@ async def test_run_held_by_a_dead_replica_is_recovered_by_another(harness: Harne
     h.effects.deploys = original
 
 
+async def test_one_failed_lease_renewal_does_not_hand_a_running_tool_to_another_process(
+    harness: Harness,
+) -> None:
+    """A renewal can fail once (a database blip, or a save that advanced the version while
+    the renewal was in flight): the holder must keep renewing while a long body runs, or the
+    sweep takes the run over and shows the running call as interrupted."""
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_lease_seconds": 1}
+    await h.start_bot()
+    assert h.bot is not None
+    store = h.bot.store
+    real_renew = store.renew
+    blips: list[str] = []
+
+    async def renew_once_failing(lease):  # type: ignore[no-untyped-def]
+        if not blips:
+            blips.append(lease.run_id)
+            raise ConnectionResetError("connection to the database was reset")
+        return await real_renew(lease)
+
+    store.renew = renew_once_failing  # type: ignore[method-assign]
+    tool = h.bot.service.agents.tool("ops", "deploy")
+    body = tool.fn
+
+    async def slow_body(**kw: object) -> dict:
+        result = await body(**kw)
+        await asyncio.sleep(3)  # the behaviour: a deploy that outlasts three lease lengths
+        return result
+
+    tool.fn = slow_body
+    try:
+        card = await start_deploy(h)
+        await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
+        await wait_answer(h, "Deployed v2 to staging.")
+    finally:
+        tool.fn = body
+    assert blips
+    assert "interrupted" not in h.thread_text().lower()  # the call was still running
+    assert h.cards() == []  # nothing left asking for a decision
+    assert len(h.effects.deploys) == 1
+    run = (await store.list_runs())[0]
+    assert run.status == "completed"
+
+
 async def test_cards_a_process_failed_to_post_are_posted_by_the_sweep(
     harness: Harness, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
@@ -102,12 +150,12 @@ async def test_cards_a_process_failed_to_post_are_posted_by_the_sweep(
     await h.sandbox.slash_command("U_REQUESTER", "ops deploy v2 to staging")
     await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1, timeout=10)
     assert failures
-    request = None
-    for _ in range(100):  # the sweep records where it posted the card
+
+    async def posted_request():  # type: ignore[no-untyped-def]
         request = await h.bot.store.get_request(failures[0])
-        if request is not None and request.message_ts:
-            break
-        await asyncio.sleep(0.05)
-    assert request is not None and request.message_ts == h.cards()[0]["ts"]
+        return request if request is not None and request.message_ts else None
+
+    request = await eventually(posted_request, what="the sweep to record where it posted the card")
+    assert request.message_ts == h.cards()[0]["ts"]
     await h.idle()
     assert len(h.cards()) == 1

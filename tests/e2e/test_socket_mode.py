@@ -21,8 +21,8 @@ from bot.service.registry import AgentRegistry
 from bot.slack.app import build_bot
 from bot.testing import FakeModelServer
 from tests.e2e.agents import make_agents
-from tests.e2e.conftest import TOKEN, Harness, has_button, message_text
-from tests.e2e.test_approve_flow import DEPLOY, start_deploy
+from tests.e2e.flows import DEPLOY, start_deploy
+from tests.e2e.harness import TOKEN, Harness, has_button, message_text
 
 APP_TOKEN = "xapp-sandbox"
 

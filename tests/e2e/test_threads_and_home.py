@@ -1,28 +1,20 @@
-"""Human review (modal and thread reply), questions by reply, follow-ups, App Home, retries."""
+"""Human review (modal, thread reply, expiry); questions answered by a thread reply (one also
+sent to the channel, one Slack delivers twice); follow-ups; App Home (and its answers by direct
+message); reminders."""
 
 from __future__ import annotations
 
 import json
 
-from tests.e2e.conftest import Harness, has_button, message_text
-from tests.e2e.test_decisions import wait_answer
-
-DRAFT = "DRAFT: Hello, we refunded your order."
-
-
-def user_messages(h: Harness) -> list[str]:
-    return [m["content"] for m in h.model.last_request["messages"] if m["role"] == "user"]
-
-
-async def start_review(h: Harness) -> dict:
-    h.model.reply(text=DRAFT)
-    h.model.reply(text="Reply sent.")
-    await h.sandbox.slash_command("U_REQUESTER", "ops draft the refund reply")
-    await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1)
-    card = h.cards()[0]
-    assert has_button(card, "review")
-    assert "refunded your order" in message_text(card)
-    return card
+from tests.e2e.flows import (
+    card_request_id,
+    start_deploy,
+    start_review,
+    tool_results,
+    user_messages,
+    wait_answer,
+)
+from tests.e2e.harness import Harness, has_button, message_text
 
 
 async def test_review_by_modal(harness: Harness) -> None:
@@ -59,6 +51,19 @@ async def test_review_by_thread_reply_and_who_is_ignored(harness: Harness) -> No
     assert "<@U_APPROVER>" in message_text(h.sandbox.message("C_GENERAL", card["ts"]))
 
 
+async def test_an_expired_review_tells_the_model_nobody_reviewed(harness: Harness) -> None:
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_approval_ttl": "1s"}
+    await h.start_bot()
+    await start_review(h)
+    await h.sandbox.wait_for(lambda sb: len(h.model.requests) == 2, timeout=15)
+    await h.idle()
+    said = user_messages(h)[-1]
+    assert said != "null"  # not a reviewer's words: nobody answered
+    assert "expired" in said
+
+
 async def test_hitl_question_answered_by_thread_reply(harness: Harness) -> None:
     h = harness
     h.model.reply(tool_calls=[("ask_user", {"question": "Which region?"})])
@@ -67,14 +72,39 @@ async def test_hitl_question_answered_by_thread_reply(harness: Harness) -> None:
     await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1)
     delivery = await h.sandbox.post_message("U_REQUESTER", "eu-west-1", thread_ts=h.root()["ts"])
     await wait_answer(h, "Using eu-west-1.")
-    tool_msgs = [m for m in h.model.last_request["messages"] if m["role"] == "tool"]
-    assert tool_msgs[0]["content"] == "eu-west-1"
+    assert tool_results(h)[0]["content"] == "eu-west-1"
     # Slack retries the same event: handled once (no second run, no second decision)
     again = await h.sandbox.redeliver(delivery.event_id, retry_num=1)
     assert again.status == 200
     await h.idle()
     assert len(h.model.requests) == 2
     assert len(await h.bot.store.list_runs()) == 1
+
+
+async def test_a_reply_also_sent_to_the_channel_answers_the_question(harness: Harness) -> None:
+    """A reply with "Also send to #channel" is a `thread_broadcast` message: still a reply."""
+    h = harness
+    h.model.reply(tool_calls=[("ask_user", {"question": "Which region?"})])
+    h.model.reply(text="Using eu-west-1.")
+    await h.sandbox.slash_command("U_REQUESTER", "ops set up the region")
+    await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1)
+    root = h.root()["ts"]
+    await h.sandbox.send_event(
+        {
+            "type": "message",
+            "subtype": "thread_broadcast",
+            "user": "U_REQUESTER",
+            "text": "eu-west-1",
+            "ts": "1999999999.000100",
+            "thread_ts": root,
+            "channel": "C_GENERAL",
+            "channel_type": "channel",
+            "team": "T_SANDBOX",
+            "event_ts": "1999999999.000100",
+        }
+    )
+    await wait_answer(h, "Using eu-west-1.")
+    assert tool_results(h)[0]["content"] == "eu-west-1"
 
 
 async def test_reply_after_the_answer_starts_a_follow_up_run(harness: Harness) -> None:
@@ -128,6 +158,26 @@ async def test_app_home_lists_what_the_viewer_may_decide(harness: Harness) -> No
     d = await h.sandbox.click_home("U_APPROVER", "approve", value=_home_value(h, "deploy"))
     assert d.status == 200
     await h.sandbox.wait_for(lambda sb: len(h.effects.deploys) == 1)
+
+
+async def test_a_refusal_reaches_a_person_who_cannot_see_the_requests_channel(
+    harness: Harness,
+) -> None:
+    """App Home lists requests of channels the person is not in: an ephemeral there fails
+    (user_not_in_channel), so the answer comes as a direct message instead of nothing."""
+    h = harness
+    card = await start_deploy(h)
+    await h.sandbox.open_home("U_APPROVER2")
+    await h.sandbox.wait_for(lambda sb: sb.home("U_APPROVER2"))
+    await h.idle()
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
+    await wait_answer(h, "Deployed v2 to staging.")
+    h.sandbox.fail_next("chat.postEphemeral", "user_not_in_channel")
+    await h.sandbox.click_home("U_APPROVER2", "approve", value=card_request_id(card))
+    await h.sandbox.wait_for(
+        lambda sb: any("already approved" in m.get("text", "") for m in sb.messages("D_APPROVER2"))
+    )
+    assert len(h.effects.deploys) == 1
 
 
 def _home_value(h: Harness, tool: str) -> str:

@@ -9,11 +9,25 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from bot.agent import Agent, ToolContext, tool
 from bot.agent.models import ModelSettings, OpenAIChatModel
+from bot.testing.fake_model import chat_completion
+
+DEPLOY_ARGS = {"environment": "staging", "version": "v2"}
+ANSWER = "Deployed v2 to staging."
+
+
+def respond(body: dict[str, Any]) -> dict[str, Any]:
+    """The model, stateless so concurrent runs get the right answer: ask for `deploy` until
+    the conversation holds a tool result, then answer with text."""
+    if any(m.get("role") == "tool" for m in body.get("messages", [])):
+        return chat_completion(text=ANSWER, request=body)
+    call = {"id": f"call_{uuid.uuid4().hex[:12]}", "name": "deploy", "arguments": DEPLOY_ARGS}
+    return chat_completion(tool_calls=[call], request=body)
 
 
 def record(path: str | Path, entry: dict[str, Any]) -> None:
@@ -55,7 +69,7 @@ def make_agents(model_url: str, effects_path: str | Path, hang: float = 0.0) -> 
             },
         )
         if hang:
-            await asyncio.sleep(hang)
+            await asyncio.sleep(hang)  # a body that takes time: a test kills the process in it
         return {"status": "deployed", "environment": environment, "version": version}
 
     model = OpenAIChatModel("fake", base_url=model_url, api_key="test-key")

@@ -13,6 +13,14 @@ from bot.sandbox import SlackSandbox, payloads
 from bot.sandbox.delivery import Deliverer
 
 FORM = "application/x-www-form-urlencoded"
+SECRET = "fault-signing-secret"
+TOKEN = "xoxb-sandbox"
+PEOPLE = 100  # U_P000 .. U_P099, full members who may decide
+
+
+def clicker(i: int) -> str:
+    """The i-th of the PEOPLE the fault sandbox adds."""
+    return f"U_P{i:03d}"
 
 
 def sign(secret: str, timestamp: str, body: str | bytes) -> str:

@@ -34,10 +34,11 @@ from bot.sandbox.core import ResponseUrl
 from bot.service.registry import AgentRegistry
 from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
-from tests.fault.agents import executions, make_agents
-from tests.fault.conftest import ANSWER, SECRET, TOKEN, free_port, respond
+from tests.fault.agents import ANSWER, executions, make_agents, respond
 from tests.fault.slack import (
     FORM,
+    SECRET,
+    TOKEN,
     cards,
     click_payload,
     form_body,
@@ -46,6 +47,8 @@ from tests.fault.slack import (
     sign,
     signed_headers,
 )
+from tests.helpers.network import free_port
+from tests.helpers.waiting import eventually
 
 KNOWN_ACTIONS = ("approve", "edit", "reject", "answer", "review", "view_args", "retry")
 KNOWN_VIEWS = ("sayso_edit", "sayso_reject", "sayso_answer", "sayso_review")
@@ -99,17 +102,16 @@ class Live:
 
     async def settle(self, within: float = 15) -> None:
         """Wait until Bolt's listeners and the runner have nothing left to do."""
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
+
+        def idle() -> bool:
             busy = [
                 t
                 for t in asyncio.all_tasks()
                 if "run_ack_function_asynchronously" in getattr(t.get_coro(), "__qualname__", "")
             ]
-            if not busy and not self.bot.service.runner._tasks:
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError("the bot did not settle")
+            return not busy and not self.bot.service.runner._tasks
+
+        await eventually(idle, timeout=within, interval=0.01, what="the bot to settle")
 
     async def snapshot(self) -> tuple[Any, ...]:
         store = self.bot.store

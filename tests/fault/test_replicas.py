@@ -16,11 +16,13 @@ import aiohttp
 import pytest
 
 from store import Store
-from tests.fault.agents import executions
-from tests.fault.conftest import ANSWER, SECRET, Cluster, Replica, clicker
+from tests.fault.agents import ANSWER, executions
+from tests.fault.cluster import Cluster, Replica
 from tests.fault.slack import (
+    SECRET,
     cards,
     click_payload,
+    clicker,
     ephemeral_texts,
     form_body,
     message_text,
@@ -31,6 +33,7 @@ from tests.fault.slack import (
     thread,
     thread_text,
 )
+from tests.helpers.waiting import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -58,24 +61,23 @@ async def start_run(cluster: Cluster, via: Replica) -> dict:
 
 
 async def wait_completed(cluster: Cluster, store: Store, within: float = 20) -> str:
-    async def done() -> str | None:
+    async def completed() -> str | None:
         runs = await store.list_runs()
         return runs[0].id if runs and runs[0].status == "completed" else None
 
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        run_id = await done()
-        if run_id is not None:
-            return run_id
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run not completed after {within}s\n{cluster.logs()}")
+    run_id: str = await eventually(
+        completed, timeout=within, interval=0.1, what="the run to complete", detail=cluster.logs
+    )
+    return run_id
 
 
 async def wait_exit(replica: Replica, within: float = 10) -> int:
-    deadline = time.monotonic() + within
-    while replica.proc.poll() is None:
-        assert time.monotonic() < deadline, f"{replica.name} still alive\n{replica.log()}"
-        await asyncio.sleep(0.05)
+    await eventually(
+        lambda: replica.proc.poll() is not None,
+        timeout=within,
+        what=f"{replica.name} to exit",
+        detail=replica.log,
+    )
     return replica.proc.returncode
 
 

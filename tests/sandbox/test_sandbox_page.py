@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.sandbox import SlackSandbox
-from tests.browser import ARTIFACTS, chromium
+from tests.helpers.browser import ARTIFACTS, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox import SlackSandbox
-from tests.sandbox.conftest import SECRET, TOKEN
+from tests.sandbox.tiny_bot import SECRET, TOKEN
 
 APP_TOKEN = "xapp-sandbox-test"
 

@@ -139,7 +139,7 @@ async def test_views_open_with_expired_or_unknown_trigger(
 ) -> None:
     sandbox.trigger_ttl = 0.05
     trigger = sandbox.issue_trigger("U_APPROVER")
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # the trigger (0.05 s) must lapse: that is what is tested
     answer = await api_error(client.views_open(trigger_id=trigger, view=kit.modal()))
     assert answer["error"] == "expired_trigger_id"
     unknown = await api_error(client.views_open(trigger_id="1.2.3", view=kit.modal()))

@@ -1,11 +1,14 @@
-"""Helpers shared by the store tests (a plain module: tests/store is not a package)."""
+"""Helpers shared by the store tests: a paused run, a request policy, the Store factory type."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 from store import Lease, RequestPolicy, Store
+
+StoreFactory = Callable[..., Awaitable[Store]]
+"""`make_store(**kwargs)`: opens another Store (a replica) on the test's database."""
 
 
 def utcnow() -> datetime:

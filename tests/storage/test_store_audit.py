@@ -9,15 +9,14 @@ import uuid
 from datetime import timedelta
 from types import SimpleNamespace
 
-from conftest import StoreFactory
 from pydantic import BaseModel
 from sqlalchemy import text, update
-from store_helpers import paused_run, policy, utcnow
 
 from bot.agent.state import Run, RunResult
 from store import Store, args_hash
 from store.accessor import _pause_seq
 from store.schema import approval_requests, request_approvers, runs, slack_events
+from tests.storage.store_helpers import StoreFactory, paused_run, policy, utcnow
 
 
 async def test_audit_trail_records_winners_losers_and_denials(store: Store) -> None:

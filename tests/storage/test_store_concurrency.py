@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import random
 
-from conftest import StoreFactory
-from store_helpers import paused_run
-
 from store import Store
+from tests.storage.store_helpers import StoreFactory, paused_run
 
 
 async def _replicas(make_store: StoreFactory, n: int) -> list[Store]:
@@ -68,11 +66,11 @@ async def test_a_decision_racing_the_deadline_is_either_decided_or_expired(
     replicas = await _replicas(make_store, 12)
 
     async def decider(s: Store, request_id: str, i: int):
-        await asyncio.sleep(random.uniform(0.2, 0.6))
+        await asyncio.sleep(random.uniform(0.2, 0.6))  # the race: a click around the deadline
         return await s.decide(request_id, actor=f"U{i}", status="approved")
 
     async def sweeper(s: Store):
-        await asyncio.sleep(random.uniform(0.2, 0.6))
+        await asyncio.sleep(random.uniform(0.2, 0.6))  # the race: a sweep around the deadline
         return await s.expire_due()
 
     for n in range(4):

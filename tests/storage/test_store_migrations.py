@@ -7,10 +7,10 @@ import asyncio
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from conftest import StoreFactory
 
 from store.migrate import VERSION_TABLE, upgrade
 from store.schema import metadata
+from tests.storage.store_helpers import StoreFactory, paused_run
 
 HEAD = "0002"
 TABLES = {"runs", "approval_requests", "request_approvers", "audit_events", "slack_events"}
@@ -89,8 +89,6 @@ async def test_ping_is_false_when_the_database_is_unreachable() -> None:
 
 
 async def test_upgrade_from_the_first_release_keeps_paused_runs(make_store: StoreFactory) -> None:
-    from store_helpers import paused_run
-
     s = await make_store()
     await upgrade(s.db, "0001")
     assert await _head(s) == "0001"

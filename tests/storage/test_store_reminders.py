@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from store_helpers import paused_run, utcnow
-
 from store import Store
+from tests.storage.store_helpers import paused_run, utcnow
 
 
 async def test_due_reminders_are_claimed_exactly_once(store: Store, make_store) -> None:  # type: ignore[no-untyped-def]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from store_helpers import paused_run, policy, utcnow
-
 from bot.agent.messages import ToolCall
 from bot.agent.state import HumanReview, Pause, PendingToolCall, Run, RunResult
 from store import Store
+from tests.storage.store_helpers import paused_run, policy, utcnow
 
 
 def make_pause(**fields: object) -> Pause:
@@ -221,8 +220,6 @@ async def test_pending_for_keeps_each_request_once(store: Store) -> None:
 
 
 async def test_inbox_total_is_counted_up_to_a_limit(store) -> None:  # type: ignore[no-untyped-def]
-    from store_helpers import paused_run
-
     for i in range(4):
         await paused_run(store, f"run{i}", calls=("call_1", "call_2"))
     page, total = await store.pending_for("U_ANY", limit=3)

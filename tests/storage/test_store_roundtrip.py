@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import StoreFactory
-from store_helpers import policy
 
 from bot.agent import Agent, AgentHumanReviewRequest, AgentToolDecision, tool
 from bot.agent.models import ScriptedModel, call
 from store import LeaseLostError, Store
+from tests.storage.store_helpers import StoreFactory, policy
 
 executed: list[dict] = []
 

@@ -6,11 +6,11 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from conftest import StoreFactory
-from store_helpers import paused_run, policy, utcnow
 
 from bot.agent.state import Run, RunResult
 from store import LeaseLostError, Store
+from tests.helpers.waiting import eventually
+from tests.storage.store_helpers import StoreFactory, paused_run, policy, utcnow
 
 
 async def _new_run(s: Store, run_id: str = "r1", **kw: object):
@@ -89,8 +89,8 @@ async def test_lapsed_lease_moves_to_another_replica_and_fences_the_old_holder(
     accessor_a = a.accessor(lease_a, policy())
     await accessor_a.save(_result("r1"))
     assert await b.claim_run("r1") is None
-    await asyncio.sleep(0.3)
-    assert "r1" in await b.lapsed_runs()
+    lapsed = await eventually(b.lapsed_runs, what="A's lease (0.2 s) to lapse")
+    assert lapsed == ["r1"]
     assert "r1" in await b.ready_runs()
     lease_b = await b.claim_run("r1")
     assert lease_b is not None and lease_b.owner == "B" and lease_b.version == lease_a.version + 1
@@ -109,7 +109,7 @@ async def test_lapsed_lease_moves_to_another_replica_and_fences_the_old_holder(
 async def test_renew_extends_only_our_lease(store: Store) -> None:
     lease = await _new_run(store)
     before = lease.expires_at
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # time passes, so a renewed lease expires later than before
     assert await store.renew(lease) is True
     assert lease.expires_at > before
     assert (await store.get_run("r1")).lease_expires_at == lease.expires_at

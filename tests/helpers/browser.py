@@ -12,7 +12,7 @@ import pytest
 
 CHROMIUM = "/usr/bin/chromium"
 HAVE_CHROMIUM = os.path.exists(CHROMIUM)
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",

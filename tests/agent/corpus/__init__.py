@@ -1,0 +1,1 @@
+"""Saved runs: `RunResult` JSON as each schema version of sayso wrote it (see make_corpus.py)."""

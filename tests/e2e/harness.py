@@ -1,0 +1,119 @@
+"""The real bot over HTTP on 127.0.0.1, the sandbox as Slack, the fake model as the provider:
+the `Harness` that starts, stops and restarts it, and readers of what the sandbox shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from bot.config import Settings
+from bot.sandbox import SlackSandbox
+from bot.service.registry import AgentRegistry
+from bot.slack.app import Bot, build_bot
+from bot.testing import FakeModelServer
+from tests.e2e.agents import SideEffects, make_agents
+from tests.helpers.network import free_port
+
+SECRET = "e2e-signing-secret"
+TOKEN = "xoxb-sandbox"
+
+
+class Harness:
+    """Starts, stops and restarts the bot between a sandbox Slack and a fake model."""
+
+    def __init__(self, tmp_path: Path, sandbox: SlackSandbox, model: FakeModelServer) -> None:
+        self.tmp_path = tmp_path
+        self.sandbox = sandbox
+        self.model = model
+        self.effects = SideEffects()
+        self.db_url = f"sqlite+aiosqlite:///{tmp_path / 'sayso.db'}"
+        self.port = free_port()
+        self.bot: Bot | None = None
+        self._runner: web.AppRunner | None = None
+        self.settings_overrides: dict[str, Any] = {}
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def settings(self) -> Settings:
+        values: dict[str, Any] = {
+            "slack_bot_token": TOKEN,
+            "slack_signing_secret": SECRET,
+            "slack_api_url": self.sandbox.api_url,
+            "database_url": self.db_url,
+            "sayso_sweep_interval": 0.2,
+            "sayso_lease_seconds": 3,
+        }
+        values.update(self.settings_overrides)
+        return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+    async def start_bot(self) -> Bot:
+        agents = AgentRegistry(make_agents(self.model.base_url, self.effects))
+        self.bot = build_bot(self.settings(), agents)
+        await self.bot.start()
+        self._runner = web.AppRunner(self.bot.web_app(), access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+        self.sandbox.bot_url = f"{self.url}/slack/events"
+        return self.bot
+
+    async def stop_bot(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.bot is not None:
+            await self.bot.stop()
+            self.bot = None
+
+    async def idle(self) -> None:
+        if self.bot is not None:
+            await self.bot.service.runner.idle()
+
+    # -- reading the sandbox ---------------------------------------------------------------
+
+    def root(self, channel: str = "C_GENERAL") -> dict[str, Any]:
+        return self.sandbox.messages(channel)[-1]
+
+    def thread(self, channel: str = "C_GENERAL") -> list[dict[str, Any]]:
+        if not self.sandbox.messages(channel):
+            return []
+        return self.sandbox.thread(channel, self.root(channel)["ts"])
+
+    def cards(self, channel: str = "C_GENERAL") -> list[dict[str, Any]]:
+        return [m for m in self.thread(channel) if has_button(m)]
+
+    def thread_text(self, channel: str = "C_GENERAL") -> str:
+        return "\n".join(message_text(m) for m in self.thread(channel))
+
+
+def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        el
+        for block in message.get("blocks", [])
+        if block.get("type") == "actions"
+        for el in block.get("elements", [])
+    ]
+
+
+def has_button(message: dict[str, Any], action_id: str | None = None) -> bool:
+    return any(action_id in (None, b.get("action_id")) for b in buttons(message))
+
+
+def message_text(message: dict[str, Any]) -> str:
+    parts = [message.get("text") or ""]
+    for block in message.get("blocks", []):
+        for key in ("text",):
+            t = block.get(key)
+            if isinstance(t, dict):
+                parts.append(t.get("text", ""))
+        for el in block.get("elements", []) or []:
+            if isinstance(el, dict) and isinstance(el.get("text"), str):
+                parts.append(el["text"])
+            elif isinstance(el, dict) and isinstance(el.get("text"), dict):
+                parts.append(el["text"].get("text", ""))
+        for f in block.get("fields", []) or []:
+            parts.append(f.get("text", ""))
+    return "\n".join(parts)
