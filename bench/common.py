@@ -6,7 +6,6 @@ import hashlib
 import hmac
 import json
 import os
-import socket
 import time
 import uuid
 from typing import Any
@@ -19,12 +18,6 @@ APP_ID = "A_SAYSO"
 REQUESTER = "U_REQUESTER"
 APPROVER = "U_APPROVER"
 FORM = "application/x-www-form-urlencoded"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def signed_headers(body: str, secret: str = SECRET) -> dict[str, str]:

@@ -23,9 +23,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's bot/ and store/
 
 import scenarios
-from common import free_port
 from load import Proc, SideEffects
 from report import markdown
+
+from bot.serve import free_port
 
 HERE = Path(__file__).resolve().parent
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"

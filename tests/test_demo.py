@@ -10,7 +10,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from tests.helpers.network import free_port
+from bot.serve import free_port
 from tests.helpers.waiting import eventually_sync
 
 

@@ -10,11 +10,11 @@ from aiohttp import web
 
 from bot.config import Settings
 from bot.sandbox import SlackSandbox
+from bot.serve import free_port
 from bot.service.registry import AgentRegistry
 from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
 from tests.e2e.agents import SideEffects, make_agents
-from tests.helpers.network import free_port
 
 SECRET = "e2e-signing-secret"
 TOKEN = "xoxb-sandbox"

@@ -12,9 +12,9 @@ from pathlib import Path
 import aiohttp
 
 from bot.sandbox import SlackSandbox
+from bot.serve import free_port
 from bot.testing import FakeModelServer
 from tests.fault.slack import SECRET, TOKEN
-from tests.helpers.network import free_port
 from tests.helpers.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]

@@ -21,8 +21,9 @@ import signal
 
 from aiohttp import web
 
-from bot.cli import setup_logging, wait_for_stop
+from bot.cli import setup_logging
 from bot.config import Settings
+from bot.serve import wait_for_stop
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner
 from bot.slack.app import build_bot

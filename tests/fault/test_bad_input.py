@@ -31,6 +31,7 @@ from slack_sdk.signature import SignatureVerifier
 from bot.config import Settings
 from bot.sandbox import SlackSandbox, payloads
 from bot.sandbox.core import ResponseUrl
+from bot.serve import free_port
 from bot.service.registry import AgentRegistry
 from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
@@ -47,7 +48,6 @@ from tests.fault.slack import (
     sign,
     signed_headers,
 )
-from tests.helpers.network import free_port
 from tests.helpers.waiting import eventually
 
 KNOWN_ACTIONS = ("approve", "edit", "reject", "answer", "review", "view_args", "retry")

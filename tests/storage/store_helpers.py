@@ -11,10 +11,6 @@ StoreFactory = Callable[..., Awaitable[Store]]
 """`make_store(**kwargs)`: opens another Store (a replica) on the test's database."""
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 def policy(
     approvers: list[str] | None = None,
     *,

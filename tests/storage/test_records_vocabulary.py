@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import get_args
 
 import pytest
-from store_helpers import paused_run, policy
 
 from bot.agent import Agent, AgentToolEdit, tool
 from bot.agent.models import ScriptedModel, call
@@ -18,6 +17,7 @@ from bot.agent.vocabulary import (
     RunStatus,
 )
 from store import Store
+from tests.storage.store_helpers import paused_run, policy
 
 
 async def test_records_hold_vocabulary_values(store: Store) -> None:

@@ -13,10 +13,11 @@ from pydantic import BaseModel
 from sqlalchemy import text, update
 
 from bot.agent.state import Run, RunResult
+from bot.agent.util import utcnow
 from store import Store, args_hash
 from store.accessor import _pause_seq
 from store.schema import approval_requests, request_approvers, runs, slack_events
-from tests.storage.store_helpers import StoreFactory, paused_run, policy, utcnow
+from tests.storage.store_helpers import StoreFactory, paused_run, policy
 
 
 async def test_audit_trail_records_winners_losers_and_denials(store: Store) -> None:

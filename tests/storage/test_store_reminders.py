@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from bot.agent.util import utcnow
 from store import Store
-from tests.storage.store_helpers import paused_run, utcnow
+from tests.storage.store_helpers import paused_run
 
 
 async def test_due_reminders_are_claimed_exactly_once(store: Store, make_store) -> None:  # type: ignore[no-untyped-def]

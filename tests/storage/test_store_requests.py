@@ -6,8 +6,9 @@ from datetime import timedelta
 
 from bot.agent.messages import ToolCall
 from bot.agent.state import HumanReview, Pause, PendingToolCall, Run, RunResult
+from bot.agent.util import utcnow
 from store import Store
-from tests.storage.store_helpers import paused_run, policy, utcnow
+from tests.storage.store_helpers import paused_run, policy
 
 
 def make_pause(**fields: object) -> Pause:

@@ -8,9 +8,10 @@ from datetime import timedelta
 import pytest
 
 from bot.agent.state import Run, RunResult
+from bot.agent.util import utcnow
 from store import LeaseLostError, Store
 from tests.helpers.waiting import eventually
-from tests.storage.store_helpers import StoreFactory, paused_run, policy, utcnow
+from tests.storage.store_helpers import StoreFactory, paused_run, policy
 
 
 async def _new_run(s: Store, run_id: str = "r1", **kw: object):
