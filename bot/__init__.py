@@ -22,6 +22,7 @@ from bot.agent import (
     ToolCall,
     ToolCallDecision,
     ToolContext,
+    ToolError,
     tool,
 )
 
@@ -46,5 +47,6 @@ __all__ = [
     "ToolCall",
     "ToolCallDecision",
     "ToolContext",
+    "ToolError",
     "tool",
 ]

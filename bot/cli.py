@@ -11,12 +11,15 @@ from collections.abc import Sequence
 from slack_sdk.errors import SlackApiError
 
 from bot.config import ConfigError, Settings, load_settings, require
+from bot.scrub import install_log_scrubbing
 from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
 
 log = logging.getLogger("sayso")
 
 
 def setup_logging(level: str) -> None:
+    """Key=value lines on stderr, every one scrubbed of secrets (see bot/scrub.py)."""
+    install_log_scrubbing()
     logging.basicConfig(
         level=level,
         format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",

@@ -13,7 +13,7 @@ from bot.agent.decisions import (
     HumanReviewContext,
     RunEvent,
 )
-from bot.agent.errors import ModelError, UnknownSchemaVersionError
+from bot.agent.errors import ModelError, ToolError, UnknownSchemaVersionError
 from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
 from bot.agent.models import ModelSettings
 from bot.agent.state import (
@@ -49,6 +49,7 @@ __all__ = [
     "ToolCall",
     "ToolCallDecision",
     "ToolContext",
+    "ToolError",
     "UnknownSchemaVersionError",
     "Usage",
     "tool",

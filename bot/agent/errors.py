@@ -14,3 +14,8 @@ class ModelError(Exception):
 
 class UnknownSchemaVersionError(ValueError):
     """Saved run state was written by a newer (or unknown) schema version."""
+
+
+class ToolError(Exception):
+    """Raised by a tool body to fail the call with a message people and the model see as
+    written (other exceptions show their type, scrubbed text and an error id)."""

@@ -33,6 +33,7 @@ from bot.agent.state import (
 from bot.agent.tools import ToolContext, render_output
 from bot.agent.util import maybe_await, utcnow
 from bot.agent.vocabulary import PauseKind, PendingKind
+from bot.scrub import Failure
 
 if TYPE_CHECKING:
     from bot.agent.accessor import AgentStateAccessor
@@ -149,7 +150,8 @@ class Driver:
             try:
                 response = await self._request_model()
             except Exception as exc:  # provider failures, timeouts, script bugs
-                return await self._fail(f"Model request failed: {exc}")
+                failure = Failure.of(exc)
+                return await self._fail(f"Model request failed: {failure.shown}", failure)
             if await self._handle_response(response):
                 return self.result
 
@@ -350,23 +352,35 @@ class Driver:
                 body = _edited_result(tc, tc.decision, output)
             tc.content = render_output(body)
         except Exception as exc:
-            tc.error = f"{type(exc).__name__}: {exc}"
-            tc.content = json.dumps({"error": f"Tool {tc.call.name} failed: {tc.error}"})
+            failure = Failure.of(exc)  # scrubbed: it reaches the model, Slack and the logs
+            tc.error = failure.shown
+            tc.content = json.dumps({"error": f"Tool {tc.call.name} failed: {failure.message}"})
             log.warning(
-                "event=tool_failed run_id=%s call_id=%s tool=%s error=%s",
+                "event=tool_failed run_id=%s call_id=%s tool=%s error_id=%s error_type=%s error=%s",
                 run.id,
                 tc.call.id,
                 tc.call.name,
-                tc.error,
+                failure.error_id,
+                failure.error_type,
+                failure.text,
             )
         tc.state, tc.finished_at = "finished", utcnow()
         await self.save()
         await self.emit("tool_finished", call_id=tc.call.id, tool=tc.call.name, detail=tc.error)
 
-    async def _fail(self, error: str) -> RunResult:
+    async def _fail(self, error: str, failure: Failure | None = None) -> RunResult:
         self.run.status = "failed"
         self.run.error = error
-        log.warning("event=run_failed run_id=%s error=%s", self.run.id, error)
+        if failure is None:
+            log.warning("event=run_failed run_id=%s error=%s", self.run.id, error)
+        else:
+            log.warning(
+                "event=run_failed run_id=%s error_id=%s error_type=%s error=%s",
+                self.run.id,
+                failure.error_id,
+                failure.error_type,
+                failure.text,
+            )
         await self.save()
         await self.emit("failed", detail=error)
         return self.result

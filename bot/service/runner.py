@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
+from bot.scrub import Failure, scrub
 from bot.service.continuation import decisions_from, render_output
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
@@ -145,7 +146,7 @@ class Runner:
             except Exception as exc:
                 # The person is told it did not start: save it as failed, or the sweep would
                 # take the unsaved run for one that died early and run it after all.
-                error = f"Could not post the run's first message in Slack: {exc}"
+                error = f"Could not post the run's first message in Slack: {scrub(str(exc))}"
                 failed = Run(
                     id=run_id,
                     agent_id=agent.id,
@@ -289,8 +290,14 @@ class Runner:
             log.warning("event=write_fenced run_id=%s: another replica holds the run", lease.run_id)
             return
         except Exception as exc:
-            log.exception("event=run_crashed run_id=%s", lease.run_id)
-            error = f"{type(exc).__name__}: {exc}"
+            failure = Failure.of(exc)
+            log.exception(
+                "event=run_crashed run_id=%s error_id=%s error_type=%s",
+                lease.run_id,
+                failure.error_id,
+                failure.error_type,
+            )
+            error = failure.shown
             await self._mark_failed(accessor, lease, error)
             run = await self.store.get_run(lease.run_id)
             if run is not None:

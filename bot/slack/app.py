@@ -21,6 +21,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings
+from bot.scrub import install_log_scrubbing
 from bot.service import Service, ServiceSettings
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks import home
@@ -210,6 +211,7 @@ class ProvideService(AsyncMiddleware):
 
 
 def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None = None) -> Bot:
+    install_log_scrubbing()  # whoever embeds the bot, its log lines carry no secrets
     client = web_client(settings)
     store = store or Store(
         settings.database_url,

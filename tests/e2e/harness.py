@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.agent import Agent
 from bot.config import Settings
 from bot.sandbox import SlackSandbox
 from bot.serve import free_port
@@ -50,9 +51,11 @@ class Harness:
         values.update(self.settings_overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
-    async def start_bot(self) -> Bot:
-        agents = AgentRegistry(make_agents(self.model.base_url, self.effects))
-        self.bot = build_bot(self.settings(), agents)
+    async def start_bot(self, agents: list[Agent] | None = None) -> Bot:
+        """Start the bot with the e2e agents (or `agents`)."""
+        agents = agents or make_agents(self.model.base_url, self.effects)
+        registry = AgentRegistry(agents)
+        self.bot = build_bot(self.settings(), registry)
         await self.bot.start()
         self._runner = web.AppRunner(self.bot.web_app(), access_log=None)
         await self._runner.setup()
