@@ -37,6 +37,7 @@ async def main(args: argparse.Namespace) -> None:
         database_url=args.database_url,
         sayso_sweep_interval=args.sweep_interval,
         sayso_log_level=args.log_level,
+        sayso_rate_limit="off",  # one requester starts hundreds of runs on purpose
     )
     setup_logging(settings.sayso_log_level)
     agents = AgentRegistry(make_agents(args.model_url, args.udp_port))

@@ -15,6 +15,23 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _PRINCIPAL = re.compile(r"^[UWS][A-Z0-9_]+$")
 
 
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour)\s*$", re.IGNORECASE)
+RATE_WINDOWS = {"second": 1, "minute": 60, "hour": 3600}
+
+
+def parse_rate_limit(value: object) -> tuple[int, str] | None:
+    """`10/minute` -> (10, "minute"); `off` -> None (no limit). Windows: second, minute, hour."""
+    text = str(value).strip().lower()
+    if text in ("off", "none", "0"):
+        return None
+    match = _RATE.match(text)
+    if not match or int(match.group(1)) < 1:
+        raise ValueError(
+            f"{value!r} is not a rate: use N/second, N/minute or N/hour (N ≥ 1), or off"
+        )
+    return int(match.group(1)), match.group(2)
+
+
 def parse_duration(value: object) -> timedelta:
     """`90`, `90s`, `30m`, `24h`, `7d` -> timedelta."""
     if isinstance(value, timedelta):
@@ -45,6 +62,14 @@ class Settings(BaseSettings):
     sayso_max_active_runs: int = Field(default=8, ge=1)
     sayso_replica_id: str | None = None
     sayso_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # issue 11 (limits): runs each person may start (commands, mentions, follow-ups, retries)
+    sayso_rate_limit: str = "10/minute"
+
+    @field_validator("sayso_rate_limit", mode="before")
+    @classmethod
+    def _rate_limit(cls, value: object) -> str:
+        rate = parse_rate_limit(value)
+        return "off" if rate is None else f"{rate[0]}/{rate[1]}"
 
     @field_validator("sayso_approvers", mode="before")
     @classmethod

@@ -16,6 +16,7 @@ from store.records import (
     RunRecord,
     args_hash,
 )
+from store.starts import StartLimit, StartLimitReached
 from store.store import Store
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "LeaseLostError",
     "RequestPolicy",
     "RunRecord",
+    "StartLimit",
+    "StartLimitReached",
     "Store",
     "StoreStateAccessor",
     "args_hash",

@@ -15,6 +15,7 @@ from store.records import Lease, RunRecord
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
 from store.schema import runs
+from store.starts import StartLimit, check_start
 
 _RUN_COLUMNS = [c.name for c in runs.columns]
 
@@ -37,12 +38,20 @@ class NewRun(TypedDict):
 
 
 async def create_run(
-    db: Database, *, owner: str, lease_seconds: float, **run: Unpack[NewRun]
+    db: Database,
+    *,
+    owner: str,
+    lease_seconds: float,
+    limit: StartLimit | None = None,
+    **run: Unpack[NewRun],
 ) -> Lease:
+    """Insert the run; with `limit`, only if its requester is under it (else StartLimitReached)."""
     now = utcnow()
     expires = now + timedelta(seconds=lease_seconds)
     run_id = run["run_id"]
     async with db.write() as conn:
+        if limit is not None and run["requester"]:
+            await check_start(db, conn, run["requester"], limit)
         await conn.execute(
             runs.insert().values(
                 id=run_id,

@@ -26,6 +26,7 @@ from store.records import (
 )
 from store.requests import DecisionInput
 from store.runs import NewRun
+from store.starts import StartLimit, starts_since
 
 
 def default_replica_id() -> str:
@@ -68,11 +69,18 @@ class Store:
 
     # -- runs ----------------------------------------------------------------------------
 
-    async def create_run(self, **run: Unpack[NewRun]) -> Lease:
-        """Store a new run, leased to this replica (the runtime's first save fills it in)."""
+    async def create_run(self, limit: StartLimit | None = None, **run: Unpack[NewRun]) -> Lease:
+        """Store a new run, leased to this replica (the runtime's first save fills it in).
+
+        With `limit`, the run is stored only if its requester is under it: otherwise
+        `StartLimitReached` is raised and nothing is stored."""
         return await run_ops.create_run(
-            self.db, owner=self.replica_id, lease_seconds=self.lease_seconds, **run
+            self.db, owner=self.replica_id, lease_seconds=self.lease_seconds, limit=limit, **run
         )
+
+    async def starts_since(self, person: str, since: datetime) -> list[datetime]:
+        """When `person` started or retried runs since `since`, oldest first."""
+        return await starts_since(self.db, person, since)
 
     async def set_thread(self, run_id: str, channel_id: str, thread_ts: str) -> None:
         await run_ops.set_thread(self.db, run_id, channel_id, thread_ts)

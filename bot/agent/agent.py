@@ -16,6 +16,7 @@ from bot.agent.decisions import (
     AgentToolOutput,
     HumanReviewHook,
 )
+from bot.agent.history import DEFAULT_MAX_HISTORY_CHARS
 from bot.agent.loop import CallPolicy, Driver, EventCallback, apply_decision
 from bot.agent.messages import Message, ToolCall
 from bot.agent.models import Model, ModelSettings, ToolSpec, resolve_model
@@ -48,6 +49,12 @@ class Agent:
         description: one line shown to people (default: the first line of `instructions`).
         output_type: a type the final answer is parsed into (JSON), e.g. a pydantic model.
         model_settings: timeouts, retries and sampling settings for the model.
+        allowed_users: Slack user or user group ids who may start runs and follow-ups
+            (default: every full member of the workspace). Guests and people from other
+            workspaces start runs only when listed by id.
+        channels: Slack channel ids the agent answers in (default: every channel).
+        max_history_chars: the most characters of conversation sent to the model; the oldest
+            turns are dropped beyond it (whole turns, with a note telling the model).
     """
 
     def __init__(
@@ -64,11 +71,19 @@ class Agent:
         description: str = "",
         output_type: Any = None,
         model_settings: ModelSettings | None = None,
+        allowed_users: Sequence[str] = (),
+        channels: Sequence[str] = (),
+        max_history_chars: int = DEFAULT_MAX_HISTORY_CHARS,
     ) -> None:
         if not id or any(ch.isspace() for ch in id):
             raise ValueError(f"Agent id {id!r} must be a non-empty word without spaces")
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
+        if max_history_chars < 1_000:
+            raise ValueError("max_history_chars must be at least 1000")
+        for name, ids in (("allowed_users", allowed_users), ("channels", channels)):
+            if isinstance(ids, str):
+                raise TypeError(f"{name} is a list of Slack ids, not one string")
         self.id = id
         self.model = model if isinstance(model, str) else getattr(model, "name", "custom")
         self._model: Model | None = None if isinstance(model, str) else model
@@ -88,6 +103,9 @@ class Agent:
         self.description = description or instructions.split("\n")[0][:150]
         self.output_type = output_type
         self.model_settings = model_settings or ModelSettings()
+        self.allowed_users = tuple(allowed_users)
+        self.channels = tuple(channels)
+        self.max_history_chars = max_history_chars
 
     # -- configuration -------------------------------------------------------------------
 

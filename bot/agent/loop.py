@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.agent.decisions import AgentHumanReviewRequest, HumanReviewContext, RunEvent
 from bot.agent.errors import ModelError
+from bot.agent.history import HISTORY_NOTE, bound_history
 from bot.agent.messages import Message, ModelResponse, ToolCall
 from bot.agent.state import (
     DEFAULT_REJECT_REASON,
@@ -159,7 +160,12 @@ class Driver:
         agent = self.agent
         settings = agent.model_settings
         system = "\n\n".join(p for p in (agent.instructions, REJECTION_NOTE) if p)
-        messages = [Message(role="system", content=system), *self.run.messages]
+        room = agent.max_history_chars - len(system) - len(HISTORY_NOTE) - 2
+        history, dropped = bound_history(self.run.messages, room)
+        if dropped:
+            system = f"{system}\n\n{HISTORY_NOTE}"
+            log.info("event=history_bounded run_id=%s dropped_messages=%d", self.run.id, dropped)
+        messages = [Message(role="system", content=system), *history]
         attempt = 0
         while True:
             try:

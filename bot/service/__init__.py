@@ -10,14 +10,15 @@ from typing import Any
 
 from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
-from bot.service.commands import Command, parse
+from bot.service.commands import MAX_REQUEST_CHARS, Command, parse
 from bot.service.decide import OUTPUT_FIELD, Action, Decider
+from bot.service.limits import StartGate
 from bot.service.outcome import IGNORED, Actor, Outcome
 from bot.service.permissions import may_decide, may_decide_open_requests
 from bot.service.ports import Directory, Person, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner, ServiceSettings
-from store import ApprovalRequestRecord, RunRecord, Store
+from store import ApprovalRequestRecord, RunRecord, StartLimitReached, Store
 from store.requests import INBOX_COUNT_LIMIT
 
 log = logging.getLogger("sayso.service")
@@ -56,6 +57,7 @@ class Service:
         self.settings = settings
         self.runner = Runner(store, agents, presenter, settings)
         self.decider = Decider(store, agents, directory, presenter, self.runner, workspace_team_id)
+        self.gate = StartGate(store, directory, settings.rate_limit)
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
         # Work after an ack (starting a run, recording a decision) done at once: a burst of
@@ -82,17 +84,32 @@ class Service:
         team_id: str | None,
         channel_id: str,
         thread_ts: str | None = None,
-    ) -> str:
-        assert command.agent is not None
+    ) -> Outcome:
+        """Start a run of the command's agent, if this person may here and now.
+
+        "started" with the new run; "denied" with a message for that person alone."""
+        agent = command.agent
+        assert agent is not None
+        actor = Actor(user_id=requester, team_id=team_id)
+        refusal = await self.gate.check_person(
+            agent, actor, workspace_team_id=self.workspace_team_id, channel_id=channel_id
+        )
+        if refusal is not None:
+            return refusal
         async with self._intake:
-            return await self.runner.start_run(
-                command.agent,
-                command.text,
-                requester=requester,
-                team_id=team_id,
-                channel_id=channel_id,
-                thread_ts=thread_ts,
-            )
+            try:
+                run_id = await self.runner.start_run(
+                    agent,
+                    command.text,
+                    requester=requester,
+                    team_id=team_id,
+                    channel_id=channel_id,
+                    thread_ts=thread_ts,
+                    limit=self.gate.start_limit(),
+                )
+            except StartLimitReached as reached:
+                return await self.gate.limited(requester, reached)
+        return Outcome("started", run=await self.store.get_run(run_id))
 
     # -- approval requests and runs, for the front ends -----------------------------------
 
@@ -179,6 +196,9 @@ class Service:
             if not verdict.allowed:
                 message = "Only the person who started this run or its approvers may retry it."
                 return Outcome("denied", message, run=run)
+        limited = await self.gate.check_rate(actor.user_id, run_id)
+        if limited is not None:
+            return limited
         if not await self.runner.continue_run(run_id, retry=True):
             return Outcome("lost", "Someone is already retrying this run.", run=run)
         await self.store.audit(actor=actor.user_id, action="retry", run_id=run_id, outcome="ok")
@@ -234,17 +254,36 @@ class Service:
         agent = self.agents.get(run.agent_id)
         if agent is None:
             return IGNORED
+        if len(text) > MAX_REQUEST_CHARS:
+            message = (
+                f"That reply is too long to send to `{agent.id}`: {len(text):,} of "
+                f"{MAX_REQUEST_CHARS:,} characters."
+            )
+            return Outcome("invalid", message, run=run)
+        refusal = await self.gate.check_person(
+            agent,
+            actor,
+            workspace_team_id=self.workspace_team_id,
+            channel_id=channel_id,
+            run_id=run.id,
+        )
+        if refusal is not None:
+            return refusal
         previous = await self.store.load_result(run.id)
         history = complete_history(previous.run.messages) if previous else []
-        await self.runner.start_run(
-            agent,
-            text,
-            requester=user_id,
-            team_id=team_id,
-            channel_id=channel_id,
-            thread_ts=thread_ts,
-            history=history,
-        )
+        try:
+            await self.runner.start_run(
+                agent,
+                text,
+                requester=user_id,
+                team_id=team_id,
+                channel_id=channel_id,
+                thread_ts=thread_ts,
+                history=history,
+                limit=self.gate.start_limit(),
+            )
+        except StartLimitReached as reached:
+            return await self.gate.limited(user_id, reached, run.id)
         return Outcome("started", run=run)
 
     async def _answer_in_thread(self, run: RunRecord, actor: Actor, text: str) -> Outcome:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from bot.service.ports import Directory
 
+LOOKUP_FAILED = "I could not look your account up in Slack; try again in a moment."
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -39,7 +41,7 @@ async def may_decide(
         return Verdict(True)
     person = await directory.person(user_id)
     if person is None:
-        return Verdict(False, "I could not look your account up in Slack; try again in a moment.")
+        return Verdict(False, LOOKUP_FAILED)
     if person.deleted or person.is_bot:
         return Verdict(False, f"Only {who} may decide this request.")
     teams = {t for t in (team_id, person.team_id) if t}

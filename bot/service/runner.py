@@ -13,9 +13,10 @@ from typing import Any
 from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
 from bot.scrub import Failure, scrub
 from bot.service.continuation import decisions_from, render_output
+from bot.service.limits import DEFAULT_RATE_LIMIT, RateLimit
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
-from store import Lease, LeaseLostError, RequestPolicy, Store
+from store import Lease, LeaseLostError, RequestPolicy, StartLimit, Store
 
 log = logging.getLogger("sayso.service")
 
@@ -28,6 +29,7 @@ class ServiceSettings:
     lease_seconds: float = 30.0
     retention: timedelta = timedelta(days=30)
     max_active_runs: int = 8
+    rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT
 
 
 def run_context(
@@ -122,10 +124,14 @@ class Runner:
         channel_id: str | None,
         thread_ts: str | None = None,
         history: list[Message] | None = None,
+        limit: StartLimit | None = None,
     ) -> str:
-        """Create the run, post its root message (unless it continues a thread), drive it."""
+        """Create the run, post its root message (unless it continues a thread), drive it.
+
+        With `limit`, nothing starts when the requester is at it (`StartLimitReached`)."""
         run_id = uuid.uuid4().hex
         lease = await self.store.create_run(
+            limit=limit,
             run_id=run_id,
             agent_id=agent.id,
             requester=requester,

@@ -20,9 +20,10 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.config import Settings
+from bot.config import Settings, parse_rate_limit
 from bot.scrub import install_log_scrubbing
 from bot.service import Service, ServiceSettings
+from bot.service.limits import RateLimit
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks import home
 from bot.slack.directory import SlackDirectory
@@ -57,7 +58,13 @@ def service_settings(settings: Settings) -> ServiceSettings:
         lease_seconds=settings.sayso_lease_seconds,
         retention=settings.sayso_retention,
         max_active_runs=settings.sayso_max_active_runs,
+        rate_limit=rate_limit(settings),
     )
+
+
+def rate_limit(settings: Settings) -> RateLimit | None:
+    rate = parse_rate_limit(settings.sayso_rate_limit)
+    return RateLimit(*rate) if rate else None
 
 
 @dataclass

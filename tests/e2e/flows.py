@@ -34,9 +34,9 @@ async def start_review(h: Harness) -> dict:
     return card
 
 
-async def wait_answer(h: Harness, text: str) -> None:
-    """Until `text` shows in the run's thread."""
-    await h.sandbox.wait_for(lambda sb: text in h.thread_text(), timeout=10)
+async def wait_answer(h: Harness, text: str, channel: str = "C_GENERAL") -> None:
+    """Until `text` shows in the run's thread (the latest run of `channel`)."""
+    await h.sandbox.wait_for(lambda sb: text in h.thread_text(channel), timeout=10)
 
 
 async def open_modal(h: Harness, user: str, card: dict, action_id: str) -> dict:

@@ -41,12 +41,14 @@ async def on_sayso(
         log.warning("event=replayed_command: another replica already started this run")
         return
     try:
-        await service.start(
+        outcome = await service.start(
             parsed,
             requester=command["user_id"],
             team_id=command.get("team_id"),
             channel_id=command["channel_id"],
         )
+        if not outcome.ok and outcome.message:  # who may start, how often: for them alone
+            await respond(text=outcome.message, response_type="ephemeral")
     except SlackApiError as exc:
         error = exc.response.get("error")
         log.warning("event=start_failed channel=%s error=%s", command.get("channel_id"), error)

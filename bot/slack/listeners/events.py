@@ -56,7 +56,10 @@ async def on_mention(
     if parsed.kind == "error":
         await tell(client, user, parsed.message, channel, thread_ts)
         return
-    await service.start(parsed, requester=user, team_id=body.get("team_id"), channel_id=channel)
+    team_id = event.get("user_team") or event.get("team") or body.get("team_id")
+    outcome = await service.start(parsed, requester=user, team_id=team_id, channel_id=channel)
+    if not outcome.ok and outcome.message:
+        await tell(client, user, outcome.message, channel, thread_ts)
 
 
 async def on_message(
