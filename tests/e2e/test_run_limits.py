@@ -9,7 +9,7 @@ from bot.agent import Agent
 from bot.agent.models import ModelSettings, OpenAIChatModel
 from tests.e2e.audit import audit_events_of
 from tests.e2e.flows import wait_answer
-from tests.e2e.harness import Harness
+from tests.e2e.harness import Harness, has_button
 
 
 def ephemeral_text(h: Harness, user: str) -> str:
@@ -94,3 +94,27 @@ async def test_long_follow_ups_keep_the_prompt_under_the_bound(harness: Harness)
     assert "Earlier turns of this conversation were dropped" in last[0]["content"]
     assert last[1]["role"] == "user"  # whole turns are dropped, never half of one
     assert "Earlier turns" not in h.model.requests[0]["messages"][0]["content"]
+
+
+async def test_retries_count_too(harness: Harness) -> None:
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_rate_limit": "2/hour"}
+    await h.start_bot()
+    h.model.fail(500)
+    h.model.fail(500)
+    await h.sandbox.slash_command("U_REQUESTER", "ops how is staging")
+    await h.sandbox.wait_for(lambda sb: any(has_button(m, "retry") for m in h.thread()))
+    h.model.fail(500)
+    h.model.fail(500)
+    failure = next(m for m in h.thread() if has_button(m, "retry"))
+    await h.sandbox.click("U_REQUESTER", "C_GENERAL", failure["ts"], "retry")  # the second start
+    await h.sandbox.wait_for(lambda sb: len(h.model.requests) == 4)
+    await h.sandbox.wait_for(lambda sb: sum(has_button(m, "retry") for m in h.thread()) == 2)
+    await h.idle()
+    again = [m for m in h.thread() if has_button(m, "retry")][-1]
+    await h.sandbox.click("U_REQUESTER", "C_GENERAL", again["ts"], "retry")
+    await h.sandbox.wait_for(lambda sb: "try again" in ephemeral_text(h, "U_REQUESTER"))
+    await h.idle()
+    assert len(h.model.requests) == 4
+    assert (await h.bot.store.list_runs())[0].status == "failed"
