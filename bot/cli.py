@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 from slack_sdk.errors import SlackApiError
 
+from bot.agent.scrub import install_log_scrubbing
 from bot.config import ConfigError, Settings, load_settings, require
-from bot.scrub import install_log_scrubbing
 from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
 
 log = logging.getLogger("sayso")

@@ -1,4 +1,4 @@
-"""`bot.scrub`: what counts as a secret, and log records scrubbed whatever handler writes them."""
+"""`bot.agent.scrub`: what counts as a secret; log records scrubbed whatever handler writes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bot.scrub import Failure, install_log_scrubbing, scrub
+from bot.agent.scrub import Failure, install_log_scrubbing, scrub
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from bot.agent.decisions import AgentHumanReviewRequest, HumanReviewContext, Run
 from bot.agent.errors import ModelError
 from bot.agent.history import HISTORY_NOTE, bound_history
 from bot.agent.messages import Message, ModelResponse, ToolCall
+from bot.agent.scrub import Failure
 from bot.agent.state import (
     DEFAULT_REJECT_REASON,
     HumanReview,
@@ -34,7 +35,6 @@ from bot.agent.state import (
 from bot.agent.tools import ToolContext, render_output
 from bot.agent.util import maybe_await, utcnow
 from bot.agent.vocabulary import PauseKind, PendingKind
-from bot.scrub import Failure
 
 if TYPE_CHECKING:
     from bot.agent.accessor import AgentStateAccessor

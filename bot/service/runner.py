@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
-from bot.scrub import Failure, scrub
+from bot.agent.scrub import Failure, scrub
 from bot.service.continuation import decisions_from, render_output
 from bot.service.limits import DEFAULT_RATE_LIMIT, RateLimit
 from bot.service.ports import Presenter

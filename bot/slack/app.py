@@ -20,8 +20,8 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent.scrub import install_log_scrubbing
 from bot.config import Settings, parse_rate_limit
-from bot.scrub import install_log_scrubbing
 from bot.service import Service, ServiceSettings
 from bot.service.limits import RateLimit
 from bot.service.registry import AgentRegistry
