@@ -8,6 +8,8 @@ conditional UPDATE sees the latest committed row. Reads use a plain deferred `BE
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -34,6 +36,30 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
+_PRIVATE = 0o600
+_SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _sqlite_path(url: str) -> str | None:
+    """The database file of a SQLite URL (None for an in-memory database)."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return database
+
+
+def make_private(path: str) -> None:
+    """Create the SQLite file readable by its owner only, and keep it and its side files so.
+
+    SQLite creates the -wal and -shm files with the mode of the database file; the chmod
+    also tightens files created before this rule."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, _PRIVATE)
+    os.close(fd)
+    for suffix in _SQLITE_SIDE_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(path + suffix, _PRIVATE)
+
+
 def _sqlite_begin(conn: Connection) -> None:
     immediate = conn.get_execution_options().get(_IMMEDIATE, False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
@@ -43,6 +69,9 @@ def make_engine(url: str) -> AsyncEngine:
     """One async engine; SQLite connections get WAL, a busy timeout and foreign keys."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
+        path = _sqlite_path(url)
+        if path is not None:
+            make_private(path)
         engine = create_async_engine(
             url,
             pool_pre_ping=True,
@@ -50,6 +79,8 @@ def make_engine(url: str) -> AsyncEngine:
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
+        if path is not None:
+            event.listen(engine.sync_engine, "connect", lambda *_: make_private(path))
         return engine
     return create_async_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
 
