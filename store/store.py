@@ -156,9 +156,11 @@ class Store:
         limit: int = 50,
         now: datetime | None = None,
         count_limit: int = request_ops.INBOX_COUNT_LIMIT,
+        anyone_channels: Sequence[str] | None = None,
     ) -> tuple[list[ApprovalRequestRecord], int]:
         """A page of what `user_id` may decide, newest first, and the total counted up to
-        `count_limit` (a total equal to it means "at least that many")."""
+        `count_limit` (a total equal to it means "at least that many"). Requests open to
+        anyone come only from `anyone_channels` when it is given."""
         return await request_ops.pending_for(
             self.db,
             user_id,
@@ -167,7 +169,14 @@ class Store:
             limit=limit,
             now=now,
             count_limit=count_limit,
+            anyone_channels=anyone_channels,
         )
+
+    async def open_request_channels(
+        self, now: datetime | None = None, limit: int = 500
+    ) -> list[str]:
+        """Channels with pending requests that any full member (of the channel) may decide."""
+        return await request_ops.open_request_channels(self.db, now, limit)
 
     # -- audit, dedup, retention ---------------------------------------------------------
 

@@ -13,7 +13,7 @@ from bot.agent.vocabulary import PersonAction
 from bot.service.commands import Command, parse
 from bot.service.decide import OUTPUT_FIELD, Action, Decider
 from bot.service.outcome import IGNORED, Actor, Outcome
-from bot.service.permissions import may_decide, may_decide_open_requests
+from bot.service.permissions import may_decide, may_decide_open_requests, open_request_channels
 from bot.service.ports import Directory, Person, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner, ServiceSettings
@@ -175,6 +175,7 @@ class Service:
                 approvers=approvers,
                 requester=run.requester,
                 allow_self_approval=True,
+                channel_id=run.channel_id,
             )
             if not verdict.allowed:
                 message = "Only the person who started this run or its approvers may retry it."
@@ -191,8 +192,20 @@ class Service:
         anyone = await may_decide_open_requests(
             self.directory, user_id=user_id, workspace_team_id=self.workspace_team_id
         )
+        channels = (
+            await open_request_channels(
+                self.directory, user_id, await self.store.open_request_channels()
+            )
+            if anyone
+            else []
+        )
         requests, total = await self.store.pending_for(
-            user_id, mine, include_anyone=anyone, limit=limit, count_limit=INBOX_COUNT_LIMIT
+            user_id,
+            mine,
+            include_anyone=anyone,
+            limit=limit,
+            count_limit=INBOX_COUNT_LIMIT,
+            anyone_channels=channels,
         )
         runs = await self.store.get_runs([r.run_id for r in requests])
         return Inbox(

@@ -21,11 +21,16 @@ class Person:
 
 
 class Directory(Protocol):
-    """Looks people and user groups up (Slack: users.info, usergroups.users.list)."""
+    """Looks people, user groups and channel members up (Slack: users.info,
+    usergroups.users.list, conversations.members)."""
 
     async def person(self, user_id: str) -> Person | None: ...
 
     async def group_members(self, group_id: str) -> frozenset[str]: ...
+
+    async def channel_members(self, channel_id: str) -> frozenset[str]:
+        """Members of a channel (empty when it cannot be looked up: nobody is let in)."""
+        ...
 
 
 class Presenter(Protocol):
