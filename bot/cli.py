@@ -63,6 +63,12 @@ async def cmd_runs(args: argparse.Namespace, settings: Settings) -> None:
             code = await show_run(store, args.run_id)
             if code:
                 raise SystemExit(code)
+        elif args.runs_command == "cancel":
+            from bot.runs_cancel import cancel_from_cli
+
+            code = await cancel_from_cli(store, settings, args.run_id)
+            if code:
+                raise SystemExit(code)
         else:
             await show_runs(store, status=args.status, limit=args.limit)
     finally:
@@ -83,13 +89,17 @@ def parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="database schema")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply pending migrations")
-    runs = sub.add_parser("runs", help="inspect runs without Slack")
+    runs = sub.add_parser("runs", help="inspect or cancel runs without Slack")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
     listing = runs_sub.add_parser("list", help="recent runs")
     listing.add_argument("--status")
     listing.add_argument("--limit", type=int, default=50)
     show = runs_sub.add_parser("show", help="one run, its requests and its audit trail")
     show.add_argument("run_id")
+    cancel = runs_sub.add_parser(
+        "cancel", help="cancel a run: no further tool runs, its open requests close"
+    )
+    cancel.add_argument("run_id")
     return p
 
 

@@ -45,6 +45,20 @@ class Settings(BaseSettings):
     sayso_max_active_runs: int = Field(default=8, ge=1)
     sayso_replica_id: str | None = None
     sayso_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # issue 11 (kill switch, data at rest): who may cancel or retry any run; the Fernet keys
+    # that encrypt stored runs and requests (the first encrypts, all decrypt)
+    sayso_admins: Annotated[tuple[str, ...], NoDecode] = ()
+    sayso_encryption_keys: SecretStr | None = None
+
+    @field_validator("sayso_admins", mode="before")
+    @classmethod
+    def _split_admins(cls, value: object) -> tuple[str, ...]:
+        return cls._split_approvers(value)
+
+    def encryption_keys(self) -> tuple[str, ...]:
+        """SAYSO_ENCRYPTION_KEYS as a list (empty: nothing is encrypted)."""
+        raw = self.secret("sayso_encryption_keys") or ""
+        return tuple(k.strip() for k in raw.split(",") if k.strip())
 
     @field_validator("sayso_approvers", mode="before")
     @classmethod

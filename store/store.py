@@ -16,6 +16,7 @@ from store import requests as request_ops
 from store import runs as run_ops
 from store.accessor import PolicyFn, StoreStateAccessor
 from store.audit import AuditEntry
+from store.cancel import CancelOutcome, cancel_run
 from store.db import DEFAULT_URL, Database
 from store.records import (
     ApprovalRequestRecord,
@@ -73,6 +74,11 @@ class Store:
         return await run_ops.create_run(
             self.db, owner=self.replica_id, lease_seconds=self.lease_seconds, **run
         )
+
+    async def cancel_run(self, run_id: str, *, actor: str, detail: str = "") -> CancelOutcome:
+        """End the run as cancelled, close its pending requests, audit it (one transaction).
+        Whoever drives the run is fenced: its next save is refused."""
+        return await cancel_run(self.db, run_id, actor=actor, detail=detail)
 
     async def set_thread(self, run_id: str, channel_id: str, thread_ts: str) -> None:
         await run_ops.set_thread(self.db, run_id, channel_id, thread_ts)

@@ -110,3 +110,30 @@ async def test_db_upgrade_and_runs_list_show(tmp_path: Path) -> None:
     assert "not now" in shown.stdout and "audit trail" in shown.stdout
     missing = sayso("runs", "show", "nope", cwd=tmp_path, env={"DATABASE_URL": url})
     assert missing.returncode == 1 and "Run nope not found" in missing.stdout
+
+
+async def test_runs_cancel_ends_the_run_and_closes_its_requests(tmp_path: Path) -> None:
+    from tests.storage.store_helpers import paused_run
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ops.db'}"
+    async with Store(url) as store:
+        await store.upgrade()
+        await paused_run(store, "run1", calls=("call_1", "call_2"))
+    env = {"DATABASE_URL": url}
+    result = sayso("runs", "cancel", "run1", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "cancelled; 2 open request(s) closed" in result.stdout
+    async with Store(url) as store:
+        run = await store.get_run("run1")
+        assert run is not None and run.status == "cancelled" and run.lease_owner is None
+        requests = await store.requests_for_run("run1")
+        assert {(r.status, r.decided_by) for r in requests} == {("cancelled", "operator")}
+        trail = await store.audit_trail("run1")
+        assert [(e.action, e.actor) for e in trail if e.action == "cancel"] == [
+            ("cancel", "operator")
+        ]
+        assert await store.claim_run("run1") is None  # nothing continues it
+    again = sayso("runs", "cancel", "run1", cwd=tmp_path, env=env)
+    assert again.returncode == 1 and "already ended (cancelled)" in again.stdout
+    missing = sayso("runs", "cancel", "nope", cwd=tmp_path, env=env)
+    assert missing.returncode == 1 and "Run nope not found" in missing.stdout

@@ -88,3 +88,46 @@ async def open_request_channels(
 ) -> list[str]:
     """Of these channels, those whose requests open to anyone this person may see."""
     return [c for c in channel_ids if await in_channel(directory, user_id, c)]
+
+
+async def is_admin(directory: Directory, user_id: str, admins: Sequence[str]) -> bool:
+    """Listed in `SAYSO_ADMINS`, by id or through one of its user groups."""
+    if user_id in admins:
+        return True
+    for group in (a for a in admins if a.startswith("S")):
+        if user_id in await directory.group_members(group):
+            return True
+    return False
+
+
+async def may_control_run(
+    directory: Directory,
+    *,
+    user_id: str,
+    team_id: str | None,
+    workspace_team_id: str | None,
+    requester: str | None,
+    admins: Sequence[str],
+    approvals: Sequence[tuple[Sequence[str], str | None]],
+) -> bool:
+    """May this person cancel or retry a run? Its requester, an admin, or whoever may decide
+    one of `approvals` (the approvers and channel of its open requests, or of the failed
+    call)."""
+    if requester and user_id == requester:
+        return True
+    if await is_admin(directory, user_id, admins):
+        return True
+    for approvers, channel_id in approvals:
+        verdict = await may_decide(
+            directory,
+            user_id=user_id,
+            team_id=team_id,
+            workspace_team_id=workspace_team_id,
+            approvers=approvers,
+            requester=requester,
+            allow_self_approval=True,
+            channel_id=channel_id,
+        )
+        if verdict.allowed:
+            return True
+    return False

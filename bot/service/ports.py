@@ -50,6 +50,10 @@ class Presenter(Protocol):
 
     async def post_failure(self, run: RunRecord, error: str) -> None: ...
 
+    async def post_cancelled(self, run: RunRecord, by: str) -> None:
+        """Say in the thread that `by` (a user id, or an operator's name) cancelled the run."""
+        ...
+
     async def post_reminder(self, run: RunRecord, request: ApprovalRequestRecord) -> None: ...
 
     async def notify(

@@ -27,6 +27,8 @@ class ServiceSettings:
     lease_seconds: float = 30.0
     retention: timedelta = timedelta(days=30)
     max_active_runs: int = 8
+    admins: tuple[str, ...] = ()
+    """User and group ids who may cancel or retry any run (SAYSO_ADMINS)."""
 
 
 def run_context(
