@@ -12,6 +12,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.config import ConfigError, Settings, load_settings, require
 from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
+from store.crypto import EncryptionKeyError
 
 log = logging.getLogger("sayso")
 
@@ -45,10 +46,16 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> None:
 async def cmd_db(args: argparse.Namespace, settings: Settings) -> None:
     from store import Store
 
-    store = Store(settings.database_url)
+    store = Store(settings.database_url, encryption_keys=settings.encryption_keys())
     try:
         await store.upgrade()
-        print("database is up to date")
+        if args.db_command == "reencrypt":
+            if not settings.encryption_keys():
+                raise ConfigError("SAYSO_ENCRYPTION_KEYS is not set: put the new key first")
+            changed = await store.reencrypt()
+            print(f"re-encrypted {changed} value(s) with the first key")
+        else:
+            print("database is up to date")
     finally:
         await store.close()
 
@@ -57,7 +64,7 @@ async def cmd_runs(args: argparse.Namespace, settings: Settings) -> None:
     from bot.runs_report import show_run, show_runs
     from store import Store
 
-    store = Store(settings.database_url)
+    store = Store(settings.database_url, encryption_keys=settings.encryption_keys())
     try:
         if args.runs_command == "show":
             code = await show_run(store, args.run_id)
@@ -86,9 +93,12 @@ def parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="try sayso in a local Slack sandbox in your browser")
     demo.add_argument("--port", type=int, default=3000)
     demo.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
-    db = sub.add_parser("db", help="database schema")
+    db = sub.add_parser("db", help="database schema and encryption keys")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply pending migrations")
+    db_sub.add_parser(
+        "reencrypt", help="rewrite stored data with the first key of SAYSO_ENCRYPTION_KEYS"
+    )
     runs = sub.add_parser("runs", help="inspect or cancel runs without Slack")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
     listing = runs_sub.add_parser("list", help="recent runs")
@@ -115,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"sayso: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except EncryptionKeyError as exc:
+        print(f"sayso: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
     except SlackApiError as exc:
         error = exc.response.get("error") if exc.response is not None else exc
         print(f"sayso: Slack refused the connection ({error}): check the tokens", file=sys.stderr)

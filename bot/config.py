@@ -55,6 +55,22 @@ class Settings(BaseSettings):
     def _split_admins(cls, value: object) -> tuple[str, ...]:
         return cls._split_approvers(value)
 
+    @field_validator("sayso_encryption_keys")
+    @classmethod
+    def _fernet_keys(cls, value: SecretStr | None) -> SecretStr | None:
+        from cryptography.fernet import Fernet
+
+        keys = [k.strip() for k in (value.get_secret_value() if value else "").split(",")]
+        for i, key in enumerate(k for k in keys if k):
+            try:
+                Fernet(key.encode())
+            except (ValueError, TypeError):
+                raise ValueError(
+                    f"key {i + 1} is not a Fernet key (32 url-safe base64 bytes: make one with "
+                    "cryptography.fernet.Fernet.generate_key())"
+                ) from None
+        return value
+
     def encryption_keys(self) -> tuple[str, ...]:
         """SAYSO_ENCRYPTION_KEYS as a list (empty: nothing is encrypted)."""
         raw = self.secret("sayso_encryption_keys") or ""

@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from store import crypto
 
 DEFAULT_URL = "sqlite+aiosqlite:///sayso.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -60,6 +62,14 @@ def make_private(path: str) -> None:
             os.chmod(path + suffix, _PRIVATE)
 
 
+def _secure_delete(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA secure_delete = ON")
+    finally:
+        cursor.close()
+
+
 def _sqlite_begin(conn: Connection) -> None:
     immediate = conn.get_execution_options().get(_IMMEDIATE, False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
@@ -88,10 +98,15 @@ def make_engine(url: str) -> AsyncEngine:
 class Database:
     """An engine plus the two kinds of transaction the store uses."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, encryption_keys: Sequence[str] = ()) -> None:
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
+        self.encrypted = bool(encryption_keys)
+        crypto.attach(self.engine.dialect, encryption_keys)
+        if self.encrypted and self.is_sqlite_url(url):
+            # freed pages are zeroed: a value rewritten encrypted leaves no plaintext behind
+            event.listen(self.engine.sync_engine, "connect", _secure_delete)
         # SQLite has one writer at a time. Writers of this process queue here, in order,
         # instead of polling the file lock with SQLite's busy-wait backoff.
         self._write_lock = asyncio.Lock() if self.is_sqlite_url(url) else None

@@ -25,6 +25,7 @@ from store.records import (
     Lease,
     RunRecord,
 )
+from store.rekey import reencrypt
 from store.requests import DecisionInput
 from store.runs import NewRun
 
@@ -42,8 +43,11 @@ class Store:
         *,
         replica_id: str | None = None,
         lease_seconds: float = 30.0,
+        encryption_keys: Sequence[str] = (),
     ) -> None:
-        self.db = Database(url)
+        """`encryption_keys`: Fernet keys; when given, run state, request arguments, edited
+        arguments, outputs and reasons are encrypted with the first and read with any."""
+        self.db = Database(url, encryption_keys)
         self.replica_id = replica_id or default_replica_id()
         self.lease_seconds = lease_seconds
 
@@ -57,6 +61,11 @@ class Store:
 
     async def close(self) -> None:
         await self.db.close()
+
+    async def reencrypt(self, batch: int = 200) -> int:
+        """Rewrite every encrypted column with the first key (plaintext rows get encrypted);
+        returns how many values changed."""
+        return await reencrypt(self.db, batch)
 
     async def ping(self) -> bool:
         return await self.db.ping()

@@ -137,3 +137,29 @@ async def test_runs_cancel_ends_the_run_and_closes_its_requests(tmp_path: Path) 
     assert again.returncode == 1 and "already ended (cancelled)" in again.stdout
     missing = sayso("runs", "cancel", "nope", cwd=tmp_path, env=env)
     assert missing.returncode == 1 and "Run nope not found" in missing.stdout
+
+
+async def test_db_reencrypt_and_a_clear_error_without_the_key(tmp_path: Path) -> None:
+    from cryptography.fernet import Fernet
+
+    from tests.storage.store_helpers import paused_run
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ops.db'}"
+    async with Store(url, encryption_keys=[old]) as store:
+        await store.upgrade()
+        await paused_run(store, "run1")
+    base = {"DATABASE_URL": url}
+    keyless = sayso("runs", "show", "run1", cwd=tmp_path, env=base)
+    assert keyless.returncode == 1 and "Traceback" not in keyless.stderr
+    assert "SAYSO_ENCRYPTION_KEYS is not set" in keyless.stderr
+    refused = sayso("db", "reencrypt", cwd=tmp_path, env=base)
+    assert refused.returncode == 2 and "SAYSO_ENCRYPTION_KEYS is not set" in refused.stderr
+    bad = sayso("db", "reencrypt", cwd=tmp_path, env={**base, "SAYSO_ENCRYPTION_KEYS": "nope"})
+    assert bad.returncode == 2 and "not a Fernet key" in bad.stderr and "nope" not in bad.stderr
+    rotated = sayso(
+        "db", "reencrypt", cwd=tmp_path, env={**base, "SAYSO_ENCRYPTION_KEYS": f"{new},{old}"}
+    )
+    assert rotated.returncode == 0 and "re-encrypted" in rotated.stdout, rotated.stderr
+    shown = sayso("runs", "show", "run1", cwd=tmp_path, env={**base, "SAYSO_ENCRYPTION_KEYS": new})
+    assert shown.returncode == 0 and "staging" in shown.stdout, shown.stderr

@@ -216,6 +216,7 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         settings.database_url,
         replica_id=settings.sayso_replica_id,
         lease_seconds=settings.sayso_lease_seconds,
+        encryption_keys=settings.encryption_keys(),
     )
     directory = SlackDirectory(client)
     service: Service | None = None
