@@ -7,12 +7,17 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from slack_sdk.errors import SlackApiError
 
 from bot.config import ConfigError, Settings, load_settings, require
 from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
+from bot.service.registry import AgentRegistry
 from store.crypto import EncryptionKeyError
+
+if TYPE_CHECKING:
+    from bot.service.registry import AgentRegistry
 
 log = logging.getLogger("sayso")
 
@@ -61,13 +66,13 @@ async def cmd_db(args: argparse.Namespace, settings: Settings) -> None:
 
 
 async def cmd_runs(args: argparse.Namespace, settings: Settings) -> None:
-    from bot.runs_report import show_run, show_runs
+    from bot.runs_report import masker_for, show_run, show_runs
     from store import Store
 
     store = Store(settings.database_url, encryption_keys=settings.encryption_keys())
     try:
         if args.runs_command == "show":
-            code = await show_run(store, args.run_id)
+            code = await show_run(store, args.run_id, masker_for(_agents_or_none(settings)))
             if code:
                 raise SystemExit(code)
         elif args.runs_command == "cancel":
@@ -80,6 +85,17 @@ async def cmd_runs(args: argparse.Namespace, settings: Settings) -> None:
             await show_runs(store, status=args.status, limit=args.limit)
     finally:
         await store.close()
+
+
+def _agents_or_none(settings: Settings) -> AgentRegistry | None:
+    """The agents, to know which tool arguments are sensitive (None when they do not load)."""
+    from bot.serve import load_agents
+
+    try:
+        return load_agents(settings.sayso_agents)
+    except Exception as exc:
+        print(f"(agents not loaded, every argument is masked: {exc})", file=sys.stderr)
+        return None
 
 
 def parser() -> argparse.ArgumentParser:

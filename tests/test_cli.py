@@ -6,10 +6,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 
-from bot.agent import Agent, tool
+from bot.agent import Agent, Sensitive, tool
 from bot.agent.models import ScriptedModel, call
 from store import RequestPolicy, Store
 
@@ -163,3 +164,59 @@ async def test_db_reencrypt_and_a_clear_error_without_the_key(tmp_path: Path) ->
     assert rotated.returncode == 0 and "re-encrypted" in rotated.stdout, rotated.stderr
     shown = sayso("runs", "show", "run1", cwd=tmp_path, env={**base, "SAYSO_ENCRYPTION_KEYS": new})
     assert shown.returncode == 0 and "staging" in shown.stdout, shown.stderr
+
+
+@tool(require_approval=True, name="deploy")
+def secret_deploy(env: str, token: Annotated[str, Sensitive()]) -> dict:
+    """Deploy."""
+    return {"ok": env}
+
+
+SECRET_AGENTS = '''
+from typing import Annotated
+
+from bot.agent import Agent, Sensitive, tool
+from bot.agent.models import ScriptedModel
+
+
+@tool(require_approval=True)
+def deploy(env: str, token: Annotated[str, Sensitive()]) -> dict:
+    """Deploy."""
+    return {"ok": env}
+
+
+agents = [Agent(id="ops", model=ScriptedModel([]), tools=[deploy])]
+'''
+
+
+async def test_runs_show_masks_sensitive_arguments(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    (tmp_path / "secret_agents.py").write_text(SECRET_AGENTS)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ops.db'}"
+    async with Store(url) as store:
+        await store.upgrade()
+        lease = await store.create_run(
+            run_id="run1",
+            agent_id="ops",
+            requester="U1",
+            team_id="T1",
+            channel_id="C1",
+            thread_ts="1.1",
+            request_text="deploy to staging",
+        )
+
+        def policy(result, pending):  # type: ignore[no-untyped-def]
+            return RequestPolicy(approvers=[], expires_at=datetime.now(UTC) + timedelta(hours=1))
+
+        model = ScriptedModel([call("deploy", env="staging", token="hunter2-deploy-token")])
+        agent = Agent(id="ops", model=model, tools=[secret_deploy])
+        await agent.run("deploy", state=store.accessor(lease, policy), run_id="run1")
+    env = {"DATABASE_URL": url, "SAYSO_AGENTS": "secret_agents:agents"}
+    shown = sayso("runs", "show", "run1", cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "hunter2-deploy-token" not in shown.stdout and "••••oken" in shown.stdout
+    assert "staging" in shown.stdout
+    unknown = sayso("runs", "show", "run1", cwd=tmp_path, env={**env, "SAYSO_AGENTS": "nope:x"})
+    assert unknown.returncode == 0 and "hunter2-deploy-token" not in unknown.stdout
+    assert "staging" not in unknown.stdout.split("approval requests")[1].split("audit")[0]

@@ -350,7 +350,7 @@ class Driver:
                 body = _edited_result(tc, tc.decision, output)
             tc.content = render_output(body)
         except Exception as exc:
-            tc.error = f"{type(exc).__name__}: {exc}"
+            tc.error = tool.redact(f"{type(exc).__name__}: {exc}", tc.arguments)
             tc.content = json.dumps({"error": f"Tool {tc.call.name} failed: {tc.error}"})
             log.warning(
                 "event=tool_failed run_id=%s call_id=%s tool=%s error=%s",
