@@ -99,3 +99,22 @@ async def test_cancelling_a_running_run_stops_it_before_the_next_tool(harness: H
     (run,) = await h.bot.store.list_runs()
     assert run.status == "cancelled"
     assert run.result is not None and run.result.run.status == "cancelled"
+
+
+async def test_retry_is_for_the_requester_the_approvers_and_admins(harness: Harness) -> None:
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_approvers": "U_APPROVER", "sayso_admins": "U_MEMBER"}
+    await h.start_bot()
+    h.model.fail(500)
+    h.model.fail(500)
+    await h.sandbox.slash_command("U_REQUESTER", "ops how is staging")
+    await h.sandbox.wait_for(lambda sb: any(has_button(m, "retry") for m in h.thread()))
+    failure = next(m for m in h.thread() if has_button(m, "retry"))
+    await h.sandbox.click("U_APPROVER2", "C_GENERAL", failure["ts"], "retry")
+    await h.sandbox.wait_for(lambda sb: sb.ephemerals("U_APPROVER2"))
+    assert "admin" in json.dumps(h.sandbox.ephemerals("U_APPROVER2"))
+    assert (await h.bot.store.list_runs())[0].status == "failed"
+    h.model.reply(text="Recovered by an admin.")
+    await h.sandbox.click("U_MEMBER", "C_GENERAL", failure["ts"], "retry")
+    await h.sandbox.wait_for(lambda sb: "Recovered by an admin." in h.thread_text(), timeout=10)
