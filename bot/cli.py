@@ -7,12 +7,18 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from slack_sdk.errors import SlackApiError
 
 from bot.agent.scrub import install_log_scrubbing
 from bot.config import ConfigError, Settings, load_settings, require
 from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
+from bot.service.registry import AgentRegistry
+from store.crypto import EncryptionKeyError
+
+if TYPE_CHECKING:
+    from bot.service.registry import AgentRegistry
 
 log = logging.getLogger("sayso")
 
@@ -48,28 +54,51 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> None:
 async def cmd_db(args: argparse.Namespace, settings: Settings) -> None:
     from store import Store
 
-    store = Store(settings.database_url)
+    store = Store(settings.database_url, encryption_keys=settings.encryption_keys())
     try:
         await store.upgrade()
-        print("database is up to date")
+        if args.db_command == "reencrypt":
+            if not settings.encryption_keys():
+                raise ConfigError("SAYSO_ENCRYPTION_KEYS is not set: put the new key first")
+            changed = await store.reencrypt()
+            print(f"re-encrypted {changed} value(s) with the first key")
+        else:
+            print("database is up to date")
     finally:
         await store.close()
 
 
 async def cmd_runs(args: argparse.Namespace, settings: Settings) -> None:
-    from bot.runs_report import show_run, show_runs
+    from bot.runs_report import masker_for, show_run, show_runs
     from store import Store
 
-    store = Store(settings.database_url)
+    store = Store(settings.database_url, encryption_keys=settings.encryption_keys())
     try:
         if args.runs_command == "show":
-            code = await show_run(store, args.run_id)
+            code = await show_run(store, args.run_id, masker_for(_agents_or_none(settings)))
+            if code:
+                raise SystemExit(code)
+        elif args.runs_command == "cancel":
+            from bot.runs_cancel import cancel_from_cli
+
+            code = await cancel_from_cli(store, settings, args.run_id)
             if code:
                 raise SystemExit(code)
         else:
             await show_runs(store, status=args.status, limit=args.limit)
     finally:
         await store.close()
+
+
+def _agents_or_none(settings: Settings) -> AgentRegistry | None:
+    """The agents, to know which tool arguments are sensitive (None when they do not load)."""
+    from bot.serve import load_agents
+
+    try:
+        return load_agents(settings.sayso_agents)
+    except Exception as exc:
+        print(f"(agents not loaded, every argument is masked: {exc})", file=sys.stderr)
+        return None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -83,16 +112,23 @@ def parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="try sayso in a local Slack sandbox in your browser")
     demo.add_argument("--port", type=int, default=3000)
     demo.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
-    db = sub.add_parser("db", help="database schema")
+    db = sub.add_parser("db", help="database schema and encryption keys")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply pending migrations")
-    runs = sub.add_parser("runs", help="inspect runs without Slack")
+    db_sub.add_parser(
+        "reencrypt", help="rewrite stored data with the first key of SAYSO_ENCRYPTION_KEYS"
+    )
+    runs = sub.add_parser("runs", help="inspect or cancel runs without Slack")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
     listing = runs_sub.add_parser("list", help="recent runs")
     listing.add_argument("--status")
     listing.add_argument("--limit", type=int, default=50)
     show = runs_sub.add_parser("show", help="one run, its requests and its audit trail")
     show.add_argument("run_id")
+    cancel = runs_sub.add_parser(
+        "cancel", help="cancel a run: no further tool runs, its open requests close"
+    )
+    cancel.add_argument("run_id")
     return p
 
 
@@ -108,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"sayso: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except EncryptionKeyError as exc:
+        print(f"sayso: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
     except SlackApiError as exc:
         error = exc.response.get("error") if exc.response is not None else exc
         print(f"sayso: Slack refused the connection ({error}): check the tokens", file=sys.stderr)

@@ -71,6 +71,37 @@ class Settings(BaseSettings):
         rate = parse_rate_limit(value)
         return "off" if rate is None else f"{rate[0]}/{rate[1]}"
 
+    # issue 11 (kill switch, data at rest): who may cancel or retry any run; the Fernet keys
+    # that encrypt stored runs and requests (the first encrypts, all decrypt)
+    sayso_admins: Annotated[tuple[str, ...], NoDecode] = ()
+    sayso_encryption_keys: SecretStr | None = None
+
+    @field_validator("sayso_admins", mode="before")
+    @classmethod
+    def _split_admins(cls, value: object) -> tuple[str, ...]:
+        return cls._split_approvers(value)
+
+    @field_validator("sayso_encryption_keys")
+    @classmethod
+    def _fernet_keys(cls, value: SecretStr | None) -> SecretStr | None:
+        from cryptography.fernet import Fernet
+
+        keys = [k.strip() for k in (value.get_secret_value() if value else "").split(",")]
+        for i, key in enumerate(k for k in keys if k):
+            try:
+                Fernet(key.encode())
+            except (ValueError, TypeError):
+                raise ValueError(
+                    f"key {i + 1} is not a Fernet key (32 url-safe base64 bytes: make one with "
+                    "cryptography.fernet.Fernet.generate_key())"
+                ) from None
+        return value
+
+    def encryption_keys(self) -> tuple[str, ...]:
+        """SAYSO_ENCRYPTION_KEYS as a list (empty: nothing is encrypted)."""
+        raw = self.secret("sayso_encryption_keys") or ""
+        return tuple(k.strip() for k in raw.split(",") if k.strip())
+
     @field_validator("sayso_approvers", mode="before")
     @classmethod
     def _split_approvers(cls, value: object) -> tuple[str, ...]:

@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
+from bot.agent.sensitive import mask
+from bot.service.registry import AgentRegistry
 from store import Store
+
+Masker = Callable[[str, str, Any], Any]
+"""(agent id, tool name, arguments) -> the arguments as an operator may see them."""
+
+
+def masker_for(agents: AgentRegistry | None) -> Masker:
+    """Masks each tool's sensitive arguments; without the agents (they did not load), every
+    argument value is masked: nothing sensitive is printed by mistake."""
+
+    def masked(agent_id: str, tool_name: str, arguments: Any) -> Any:
+        if agents is None:
+            if isinstance(arguments, dict):
+                return {k: mask(v) for k, v in arguments.items()}
+            return arguments
+        tool = agents.tool(agent_id, tool_name)
+        return tool.masked(arguments) if tool else arguments
+
+    return masked
 
 
 def _t(value: datetime | None) -> str:
@@ -25,12 +47,13 @@ async def show_runs(store: Store, *, status: str | None = None, limit: int = 50)
         )
 
 
-async def show_run(store: Store, run_id: str) -> int:
+async def show_run(store: Store, run_id: str, masked: Masker | None = None) -> int:
     run = await store.get_run(run_id)
     if run is None:
         print(f"Run {run_id} not found")
         return 1
     result = run.result
+    masked = masked or masker_for(None)
     print(f"run        {run.id}")
     print(f"agent      {run.agent_id}")
     print(f"status     {run.status}" + (f" ({run.pause_kind})" if run.pause_kind else ""))
@@ -54,7 +77,10 @@ async def show_run(store: Store, run_id: str) -> int:
         who = f" by {q.decided_by} at {_t(q.decided_at)}" if q.decided_by else ""
         extra = f" reason={q.reason!r}" if q.reason else ""
         print(f"  {q.id}  {q.kind:8} {q.tool_name:16} {q.status:9}{who}{extra}")
-        print(f"      call {q.call_id} args {q.arguments} expires {_t(q.expires_at)}")
+        args = masked(run.agent_id, q.tool_name, q.arguments)
+        print(f"      call {q.call_id} args {args} expires {_t(q.expires_at)}")
+        if q.edited_arguments is not None:
+            print(f"      edited to {masked(run.agent_id, q.tool_name, q.edited_arguments)}")
     trail = await store.audit_trail(run_id)
     print(f"\naudit trail ({len(trail)})")
     for e in trail:

@@ -5,6 +5,7 @@ SQLite (`sqlite+aiosqlite:///sayso.db`) for one process; PostgreSQL
 """
 
 from store.accessor import StoreStateAccessor
+from store.crypto import EncryptionKeyError
 from store.db import DEFAULT_URL
 from store.records import (
     ApprovalRequestRecord,
@@ -24,6 +25,7 @@ __all__ = [
     "ApprovalRequestRecord",
     "AuditEvent",
     "DecisionOutcome",
+    "EncryptionKeyError",
     "Lease",
     "LeaseLostError",
     "RequestPolicy",

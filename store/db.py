@@ -8,13 +8,17 @@ conditional UPDATE sees the latest committed row. Reads use a plain deferred `BE
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+import os
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from store import crypto
 
 DEFAULT_URL = "sqlite+aiosqlite:///sayso.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -34,6 +38,38 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
+_PRIVATE = 0o600
+_SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _sqlite_path(url: str) -> str | None:
+    """The database file of a SQLite URL (None for an in-memory database)."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return database
+
+
+def make_private(path: str) -> None:
+    """Create the SQLite file readable by its owner only, and keep it and its side files so.
+
+    SQLite creates the -wal and -shm files with the mode of the database file; the chmod
+    also tightens files created before this rule."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, _PRIVATE)
+    os.close(fd)
+    for suffix in _SQLITE_SIDE_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(path + suffix, _PRIVATE)
+
+
+def _secure_delete(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA secure_delete = ON")
+    finally:
+        cursor.close()
+
+
 def _sqlite_begin(conn: Connection) -> None:
     immediate = conn.get_execution_options().get(_IMMEDIATE, False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
@@ -43,6 +79,9 @@ def make_engine(url: str) -> AsyncEngine:
     """One async engine; SQLite connections get WAL, a busy timeout and foreign keys."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
+        path = _sqlite_path(url)
+        if path is not None:
+            make_private(path)
         engine = create_async_engine(
             url,
             pool_pre_ping=True,
@@ -50,6 +89,8 @@ def make_engine(url: str) -> AsyncEngine:
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
+        if path is not None:
+            event.listen(engine.sync_engine, "connect", lambda *_: make_private(path))
         return engine
     return create_async_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
 
@@ -57,10 +98,15 @@ def make_engine(url: str) -> AsyncEngine:
 class Database:
     """An engine plus the two kinds of transaction the store uses."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, encryption_keys: Sequence[str] = ()) -> None:
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
+        self.encrypted = bool(encryption_keys)
+        crypto.attach(self.engine.dialect, encryption_keys)
+        if self.encrypted and self.is_sqlite_url(url):
+            # freed pages are zeroed: a value rewritten encrypted leaves no plaintext behind
+            event.listen(self.engine.sync_engine, "connect", _secure_delete)
         # SQLite has one writer at a time. Writers of this process queue here, in order,
         # instead of polling the file lock with SQLite's busy-wait backoff.
         self._write_lock = asyncio.Lock() if self.is_sqlite_url(url) else None

@@ -145,7 +145,9 @@ async def claim_run(db: Database, run_id: str, *, owner: str, lease_seconds: flo
     async with db.write() as conn:
         seen = (
             await conn.execute(
-                sa.select(runs.c.version).where(runs.c.id == run_id, _lease_free(now))
+                sa.select(runs.c.version).where(
+                    runs.c.id == run_id, runs.c.status != "cancelled", _lease_free(now)
+                )
             )
         ).first()
         if seen is None:

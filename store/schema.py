@@ -1,5 +1,8 @@
 """Tables of the durable store (SQLAlchemy Core) and the column types they share.
 
+Run state, request arguments, edited arguments, outputs, reasons and audit details (they may
+quote a reason) are `Encrypted*` columns: encrypted when the store has keys (store/crypto.py).
+
 Migrations in `store/migrations/versions/` create exactly these tables; a test compares them.
 """
 
@@ -11,6 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
+
+from store.crypto import EncryptedJSON, EncryptedText
 
 metadata = sa.MetaData()
 
@@ -39,10 +44,6 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _json() -> sa.JSON:
-    return sa.JSON(none_as_null=True)
-
-
 # BIGINT ids on PostgreSQL; SQLite autoincrements only an INTEGER primary key.
 BigId: Any = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
@@ -65,7 +66,7 @@ runs = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("lease_owner", sa.String(200)),
     sa.Column("lease_expires_at", UTCDateTime),
-    sa.Column("state", sa.Text),
+    sa.Column("state", EncryptedText),
     sa.Column("state_schema_version", sa.Integer),
     sa.Index("ix_runs_thread", "channel_id", "thread_ts"),
     sa.Index("ix_runs_status_lease", "status", "lease_expires_at"),
@@ -87,13 +88,13 @@ approval_requests = sa.Table(
     sa.Column("step", sa.Integer, nullable=False),
     sa.Column("tool_name", sa.String(200), nullable=False),
     sa.Column("kind", sa.String(16), nullable=False),
-    sa.Column("arguments", _json()),
+    sa.Column("arguments", EncryptedJSON()),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("decided_by", sa.String(64)),
     sa.Column("decided_at", UTCDateTime),
-    sa.Column("reason", sa.Text),
-    sa.Column("edited_arguments", _json()),
-    sa.Column("output", _json()),
+    sa.Column("reason", EncryptedText),
+    sa.Column("edited_arguments", EncryptedJSON()),
+    sa.Column("output", EncryptedJSON()),
     sa.Column("channel_id", sa.String(64)),
     sa.Column("message_ts", sa.String(64)),
     sa.Column("expires_at", UTCDateTime, nullable=False),
@@ -135,7 +136,7 @@ audit_events = sa.Table(
     sa.Column("tool_name", sa.String(200)),
     sa.Column("args_hash", sa.String(64)),
     sa.Column("outcome", sa.String(32), nullable=False),
-    sa.Column("detail", sa.Text),
+    sa.Column("detail", EncryptedText),  # may quote a reason
     sa.Index("ix_audit_run", "run_id", "id"),
     sa.Index("ix_audit_request", "request_id"),
     sa.Index("ix_audit_at", "at"),

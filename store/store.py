@@ -16,6 +16,7 @@ from store import requests as request_ops
 from store import runs as run_ops
 from store.accessor import PolicyFn, StoreStateAccessor
 from store.audit import AuditEntry
+from store.cancel import CancelOutcome, cancel_run
 from store.db import DEFAULT_URL, Database
 from store.records import (
     ApprovalRequestRecord,
@@ -24,6 +25,7 @@ from store.records import (
     Lease,
     RunRecord,
 )
+from store.rekey import reencrypt
 from store.requests import DecisionInput
 from store.runs import NewRun
 from store.starts import StartLimit, starts_since
@@ -42,8 +44,11 @@ class Store:
         *,
         replica_id: str | None = None,
         lease_seconds: float = 30.0,
+        encryption_keys: Sequence[str] = (),
     ) -> None:
-        self.db = Database(url)
+        """`encryption_keys`: Fernet keys; when given, run state, request arguments, edited
+        arguments, outputs and reasons are encrypted with the first and read with any."""
+        self.db = Database(url, encryption_keys)
         self.replica_id = replica_id or default_replica_id()
         self.lease_seconds = lease_seconds
 
@@ -57,6 +62,11 @@ class Store:
 
     async def close(self) -> None:
         await self.db.close()
+
+    async def reencrypt(self, batch: int = 200) -> int:
+        """Rewrite every encrypted column with the first key (plaintext rows get encrypted);
+        returns how many values changed."""
+        return await reencrypt(self.db, batch)
 
     async def ping(self) -> bool:
         return await self.db.ping()
@@ -81,6 +91,11 @@ class Store:
     async def starts_since(self, person: str, since: datetime) -> list[datetime]:
         """When `person` started or retried runs since `since`, oldest first."""
         return await starts_since(self.db, person, since)
+
+    async def cancel_run(self, run_id: str, *, actor: str, detail: str = "") -> CancelOutcome:
+        """End the run as cancelled, close its pending requests, audit it (one transaction).
+        Whoever drives the run is fenced: its next save is refused."""
+        return await cancel_run(self.db, run_id, actor=actor, detail=detail)
 
     async def set_thread(self, run_id: str, channel_id: str, thread_ts: str) -> None:
         await run_ops.set_thread(self.db, run_id, channel_id, thread_ts)
@@ -164,9 +179,11 @@ class Store:
         limit: int = 50,
         now: datetime | None = None,
         count_limit: int = request_ops.INBOX_COUNT_LIMIT,
+        anyone_channels: Sequence[str] | None = None,
     ) -> tuple[list[ApprovalRequestRecord], int]:
         """A page of what `user_id` may decide, newest first, and the total counted up to
-        `count_limit` (a total equal to it means "at least that many")."""
+        `count_limit` (a total equal to it means "at least that many"). Requests open to
+        anyone come only from `anyone_channels` when it is given."""
         return await request_ops.pending_for(
             self.db,
             user_id,
@@ -175,7 +192,14 @@ class Store:
             limit=limit,
             now=now,
             count_limit=count_limit,
+            anyone_channels=anyone_channels,
         )
+
+    async def open_request_channels(
+        self, now: datetime | None = None, limit: int = 500
+    ) -> list[str]:
+        """Channels with pending requests that any full member (of the channel) may decide."""
+        return await request_ops.open_request_channels(self.db, now, limit)
 
     # -- audit, dedup, retention ---------------------------------------------------------
 

@@ -27,6 +27,9 @@ class Directory:
     async def group_members(self, group_id: str) -> frozenset[str]:
         return self.groups.get(group_id, frozenset())
 
+    async def channel_members(self, channel_id: str) -> frozenset[str]:
+        return frozenset({"U_MEMBER", "U_OPS"}) if channel_id == "C_PRIVATE" else frozenset()
+
 
 async def verdict(user: str, approvers=(), *, team="T1", requester=None, self_ok=True) -> bool:  # type: ignore[no-untyped-def]
     v = await may_decide(
@@ -67,3 +70,21 @@ async def test_a_payload_claiming_the_home_team_does_not_make_an_outsider_a_memb
 async def test_self_approval_can_be_forbidden() -> None:
     assert await verdict("U_OPS", ("S_OPS",), requester="U_OPS", self_ok=False) is False
     assert await verdict("U_OPS", ("S_OPS",), requester="U_OPS", self_ok=True) is True
+
+
+async def test_open_requests_are_for_members_of_their_channel() -> None:
+    async def allowed(user: str, channel: str) -> bool:
+        v = await may_decide(
+            Directory(),
+            user_id=user,
+            team_id="T1",
+            workspace_team_id="T1",
+            approvers=(),
+            requester=None,
+            allow_self_approval=True,
+            channel_id=channel,
+        )
+        return v.allowed
+
+    assert await allowed("U_MEMBER", "C_PRIVATE")
+    assert not await allowed("U_MEMBER", "C_OTHER")  # unknown members: nobody

@@ -16,6 +16,7 @@ from bot.agent.decisions import (
 from bot.agent.errors import ModelError, ToolError, UnknownSchemaVersionError
 from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
 from bot.agent.models import ModelSettings
+from bot.agent.sensitive import Sensitive
 from bot.agent.state import (
     SCHEMA_VERSION,
     Pause,
@@ -45,6 +46,7 @@ __all__ = [
     "Run",
     "RunEvent",
     "RunResult",
+    "Sensitive",
     "Tool",
     "ToolCall",
     "ToolCallDecision",

@@ -359,8 +359,9 @@ class Driver:
             tc.content = render_output(body)
         except Exception as exc:
             failure = Failure.of(exc)  # scrubbed: it reaches the model, Slack and the logs
-            tc.error = failure.shown
-            tc.content = json.dumps({"error": f"Tool {tc.call.name} failed: {failure.message}"})
+            tc.error = tool.redact(failure.shown, tc.arguments)
+            shown = tool.redact(failure.message, tc.arguments)
+            tc.content = json.dumps({"error": f"Tool {tc.call.name} failed: {shown}"})
             log.warning(
                 "event=tool_failed run_id=%s call_id=%s tool=%s error_id=%s error_type=%s error=%s",
                 run.id,
@@ -368,7 +369,7 @@ class Driver:
                 tc.call.name,
                 failure.error_id,
                 failure.error_type,
-                failure.text,
+                tool.redact(failure.text, tc.arguments),
             )
         tc.state, tc.finished_at = "finished", utcnow()
         await self.save()

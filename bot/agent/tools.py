@@ -14,6 +14,7 @@ from typing import Any, TypedDict, Union, Unpack, get_args, get_origin, get_type
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from bot.agent.messages import ToolCall
+from bot.agent.sensitive import mask_arguments, redact, sensitive_parameters
 from bot.agent.util import maybe_await
 from bot.agent.vocabulary import ALL_APPROVAL_DECISIONS, ApprovalDecision, ToolKind
 
@@ -123,6 +124,8 @@ class Tool:
         self.confirm = confirm
         self._context_param: str | None = None
         self._args_model = self._build_args_model()
+        self.sensitive: frozenset[str] = sensitive_parameters(fn)
+        """Parameters annotated `Sensitive()`: masked wherever people or logs see them."""
         self._parameters: dict[str, Any] | None = None
         self._returns = self._return_annotation()
 
@@ -174,6 +177,14 @@ class Tool:
         except ValidationError as exc:
             raise ValueError(_format_validation_error(self.name, exc)) from None
         return model.model_dump(mode="json", exclude_unset=False)
+
+    def masked(self, arguments: Any) -> Any:
+        """The arguments as people may see them: sensitive values masked."""
+        return mask_arguments(arguments, self.sensitive)
+
+    def redact(self, text: str, arguments: Any) -> str:
+        """Text (an error message) with the sensitive arguments' values masked."""
+        return redact(text, arguments, self.sensitive) if self.sensitive else text
 
     def parse_output(self, raw: Any) -> Any:
         """Coerce a person's answer to the tool's declared output type when possible."""

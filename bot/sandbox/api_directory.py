@@ -110,6 +110,20 @@ def conversations_info(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "channel": sb.ws.channels[channel]}
 
 
+def conversations_members(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
+    channel = existing_channel(sb, args)
+    members = sb.ws.channel_members(channel)
+    limit = _limit(args, 100)
+    try:
+        start = int(args.get("cursor") or 0)
+    except (TypeError, ValueError):
+        raise ApiError("invalid_cursor") from None
+    page = members[start : start + limit]
+    more = start + limit < len(members)
+    cursor = {"next_cursor": str(start + limit) if more else ""}
+    return {"ok": True, "members": page, "response_metadata": cursor}
+
+
 def conversations_open(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
     users = args.get("users")
     if isinstance(users, list):
@@ -131,4 +145,5 @@ METHODS: dict[str, Handler] = {
     "conversations.history": history,
     "conversations.info": conversations_info,
     "conversations.open": conversations_open,
+    "conversations.members": conversations_members,
 }

@@ -157,6 +157,7 @@ class Workspace:
         self.views: dict[str, OpenView] = {}
         self.stacks: dict[str, list[str]] = {}  # user -> modal view ids, bottom first
         self.homes: dict[str, str] = {}  # user -> home view id
+        self.members: dict[str, list[str]] = {}  # channel -> its members, when set explicitly
         self.clock = TsClock()
         self.ensure_channel(GENERAL, "general")
 
@@ -180,6 +181,18 @@ class Workspace:
             }
             self.history[channel_id] = []
         return self.channels[channel_id]
+
+    def channel_members(self, channel_id: str) -> list[str]:
+        """Who is in a channel: as set with `set_members`, else everyone in the workspace."""
+        if channel_id in self.members:
+            return list(self.members[channel_id])
+        return [p for p in self.people if p != BOT_USER_ID] + [BOT_USER_ID]
+
+    def set_members(self, channel_id: str, users: list[str], *, private: bool) -> None:
+        """Make a channel with exactly these members (and the bot)."""
+        info = self.ensure_channel(channel_id)
+        info["is_private"] = private
+        self.members[channel_id] = [*users, BOT_USER_ID]
 
     def add_message(self, channel: str, message: dict[str, Any]) -> dict[str, Any]:
         """Store a message (ts assigned here); a thread reply updates its root's counters."""

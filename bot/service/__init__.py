@@ -10,11 +10,16 @@ from typing import Any
 
 from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
+from bot.service.cancel import Canceller, approvals_of
 from bot.service.commands import MAX_REQUEST_CHARS, Command, parse
 from bot.service.decide import OUTPUT_FIELD, Action, Decider
 from bot.service.limits import StartGate
 from bot.service.outcome import IGNORED, Actor, Outcome
-from bot.service.permissions import may_decide, may_decide_open_requests
+from bot.service.permissions import (
+    may_control_run,
+    may_decide_open_requests,
+    open_request_channels,
+)
 from bot.service.ports import Directory, Person, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner, ServiceSettings
@@ -58,6 +63,7 @@ class Service:
         self.runner = Runner(store, agents, presenter, settings)
         self.decider = Decider(store, agents, directory, presenter, self.runner, workspace_team_id)
         self.gate = StartGate(store, directory, settings.rate_limit)
+        self.canceller = Canceller(store, directory, presenter, settings.admins)
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
         # Work after an ack (starting a run, recording a decision) done at once: a burst of
@@ -181,21 +187,24 @@ class Service:
         if run.status != "failed":
             status = run.status.replace("_", " ")
             return Outcome("invalid", f"This run is {status}; there is nothing to retry.", run=run)
-        if actor.user_id != run.requester:
-            agent = self.agents.get(run.agent_id)
-            approvers = (agent.approvers if agent else ()) or self.settings.default_approvers
-            verdict = await may_decide(
-                self.directory,
-                user_id=actor.user_id,
-                team_id=actor.team_id,
-                workspace_team_id=self.workspace_team_id or run.team_id,
-                approvers=approvers,
-                requester=run.requester,
-                allow_self_approval=True,
+        allowed = await may_control_run(
+            self.directory,
+            user_id=actor.user_id,
+            team_id=actor.team_id,
+            workspace_team_id=self.workspace_team_id or run.team_id,
+            requester=run.requester,
+            admins=self.settings.admins,
+            approvals=approvals_of(
+                await self.store.current_requests(run_id),
+                self._agent_approvers(run.agent_id),
+                run.channel_id,
+            ),
+        )
+        if not allowed:
+            message = (
+                "Only the person who started this run, its approvers or an admin may retry it."
             )
-            if not verdict.allowed:
-                message = "Only the person who started this run or its approvers may retry it."
-                return Outcome("denied", message, run=run)
+            return Outcome("denied", message, run=run)
         limited = await self.gate.check_rate(actor.user_id, run_id)
         if limited is not None:
             return limited
@@ -204,6 +213,18 @@ class Service:
         await self.store.audit(actor=actor.user_id, action="retry", run_id=run_id, outcome="ok")
         return Outcome("retried", "The run starts again.", run=run)
 
+    async def cancel(self, run_id: str, actor: Actor) -> Outcome:
+        """The kill switch: end the run before its next tool and close its open requests (its
+        requester, the approvers of its open requests and admins may)."""
+        run = await self.store.get_run(run_id)
+        fallback = self._agent_approvers(run.agent_id) if run else ()
+        workspace = self.workspace_team_id or (run.team_id if run else None)
+        return await self.canceller.cancel(run_id, actor, workspace, fallback)
+
+    def _agent_approvers(self, agent_id: str) -> tuple[str, ...]:
+        agent = self.agents.get(agent_id)
+        return tuple((agent.approvers if agent else ()) or self.settings.default_approvers)
+
     async def inbox(self, user_id: str, limit: int = 20) -> Inbox:
         """What the person may decide now (newest first), the total, and their recent runs."""
         groups = self.agents.approver_groups(self.settings.default_approvers)
@@ -211,8 +232,20 @@ class Service:
         anyone = await may_decide_open_requests(
             self.directory, user_id=user_id, workspace_team_id=self.workspace_team_id
         )
+        channels = (
+            await open_request_channels(
+                self.directory, user_id, await self.store.open_request_channels()
+            )
+            if anyone
+            else []
+        )
         requests, total = await self.store.pending_for(
-            user_id, mine, include_anyone=anyone, limit=limit, count_limit=INBOX_COUNT_LIMIT
+            user_id,
+            mine,
+            include_anyone=anyone,
+            limit=limit,
+            count_limit=INBOX_COUNT_LIMIT,
+            anyone_channels=channels,
         )
         runs = await self.store.get_runs([r.run_id for r in requests])
         return Inbox(

@@ -82,6 +82,7 @@ class Decider:
             approvers=() if request.anyone else request.approvers,
             requester=request.requester,
             allow_self_approval=request.allow_self_approval,
+            channel_id=request.channel_id or (run.channel_id if run else None),
         )
         if not verdict.allowed:
             await self._audit_attempt(request, actor, "denied", verdict.reason)

@@ -21,11 +21,16 @@ class Person:
 
 
 class Directory(Protocol):
-    """Looks people and user groups up (Slack: users.info, usergroups.users.list)."""
+    """Looks people, user groups and channel members up (Slack: users.info,
+    usergroups.users.list, conversations.members)."""
 
     async def person(self, user_id: str) -> Person | None: ...
 
     async def group_members(self, group_id: str) -> frozenset[str]: ...
+
+    async def channel_members(self, channel_id: str) -> frozenset[str]:
+        """Members of a channel (empty when it cannot be looked up: nobody is let in)."""
+        ...
 
 
 class Presenter(Protocol):
@@ -44,6 +49,10 @@ class Presenter(Protocol):
     async def post_answer(self, run: RunRecord, text: str) -> None: ...
 
     async def post_failure(self, run: RunRecord, error: str) -> None: ...
+
+    async def post_cancelled(self, run: RunRecord, by: str) -> None:
+        """Say in the thread that `by` (a user id, or an operator's name) cancelled the run."""
+        ...
 
     async def post_reminder(self, run: RunRecord, request: ApprovalRequestRecord) -> None: ...
 

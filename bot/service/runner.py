@@ -30,6 +30,8 @@ class ServiceSettings:
     retention: timedelta = timedelta(days=30)
     max_active_runs: int = 8
     rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT
+    admins: tuple[str, ...] = ()
+    """User and group ids who may cancel or retry any run (SAYSO_ADMINS)."""
 
 
 def run_context(

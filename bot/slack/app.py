@@ -59,6 +59,7 @@ def service_settings(settings: Settings) -> ServiceSettings:
         retention=settings.sayso_retention,
         max_active_runs=settings.sayso_max_active_runs,
         rate_limit=rate_limit(settings),
+        admins=settings.sayso_admins,
     )
 
 
@@ -224,6 +225,7 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         settings.database_url,
         replica_id=settings.sayso_replica_id,
         lease_seconds=settings.sayso_lease_seconds,
+        encryption_keys=settings.encryption_keys(),
     )
     directory = SlackDirectory(client)
     service: Service | None = None

@@ -11,16 +11,19 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.service.ports import Person
 
 log = logging.getLogger("sayso.slack")
+MEMBERS_PAGE = 200
 
 
 class SlackDirectory:
-    """users.info and usergroups.users.list, each answer kept for `ttl` seconds."""
+    """users.info, usergroups.users.list and conversations.members, each answer kept for
+    `ttl` seconds."""
 
     def __init__(self, client: AsyncWebClient, ttl: float = 60.0) -> None:
         self.client = client
         self.ttl = ttl
         self._people: dict[str, tuple[float, Person | None]] = {}
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
+        self._channels: dict[str, tuple[float, frozenset[str]]] = {}
 
     async def person(self, user_id: str) -> Person | None:
         hit = self._people.get(user_id)
@@ -57,3 +60,29 @@ class SlackDirectory:
         members = frozenset(users or [])
         self._groups[group_id] = (time.monotonic() + self.ttl, members)
         return members
+
+    async def channel_members(self, channel_id: str) -> frozenset[str]:
+        hit = self._channels.get(channel_id)
+        if hit and hit[0] > time.monotonic():
+            return hit[1]
+        members: set[str] = set()
+        cursor: str | None = None
+        try:
+            while True:
+                page = await self.client.conversations_members(
+                    channel=channel_id, limit=MEMBERS_PAGE, cursor=cursor
+                )
+                members.update(page.get("members") or [])
+                cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+                if not cursor:
+                    break
+        except SlackApiError as exc:
+            log.warning(
+                "event=channel_members_failed channel=%s error=%s",
+                channel_id,
+                exc.response.get("error"),
+            )
+            return frozenset()
+        found = frozenset(members)
+        self._channels[channel_id] = (time.monotonic() + self.ttl, found)
+        return found

@@ -25,6 +25,8 @@ class ActionId(StrEnum):
     REVIEW = "review"
     VIEW_ARGS = "view_args"
     RETRY = "retry"
+    CANCEL = "cancel"
+    """The kill switch on a run's root message (value: the run id)."""
     VALUE = "value"
     """Every input element of a modal (its block says which field it is)."""
 
@@ -74,6 +76,7 @@ class BlockId(StrEnum):
     RUN_ERROR = "run_error"
     RUN_HELP = "run_help"
     RUN_ACTIONS = "run_actions"
+    RUN_CONTROLS = "run_controls"
     PROGRESS = "progress"
     ANSWER_PREFIX = "answer"
     ANSWER_FOOTER = "answer_footer"

@@ -68,6 +68,9 @@ class SlackPresenter:
     async def post_failure(self, run: RunRecord, error: str) -> None:
         await self._post(run, messages.run_failed(run_info(run, error), error))
 
+    async def post_cancelled(self, run: RunRecord, by: str) -> None:
+        await self._post(run, messages.run_cancelled(by))
+
     async def post_reminder(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         card = card_info(request, run, self.agents)
         await self._post(run, messages.reminder(card, list(card.approvers)))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TypeVar, get_args
+from typing import Any, TypeVar, get_args
 
+from bot.agent.tools import Tool
 from bot.agent.vocabulary import (
     ALL_APPROVAL_DECISIONS,
     RequestKind,
@@ -51,7 +52,7 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         agent_id=run.agent_id,
         tool_name=request.tool_name,
         kind=one_of(request.kind, _REQUEST_KINDS),
-        arguments=dict(request.arguments or {}),
+        arguments=_masked(tool, request.arguments or {}),
         status=one_of(request.status, _REQUEST_STATUSES),
         tool_description=tool.description if tool else "",
         requester=request.requester or run.requester,
@@ -63,12 +64,20 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         decided_by=request.decided_by,
         decided_at=request.decided_at,
         reason=request.reason,
-        edited_arguments=request.edited_arguments,
+        edited_arguments=_masked(tool, request.edited_arguments),
         output=request.output,
         returns_object=bool(tool and tool.returns_object),
         parameters=tool.parameters if tool else None,
         created_at=request.created_at,
+        sensitive=tool.sensitive if tool else frozenset(),
     )
+
+
+def _masked(tool: Tool | None, arguments: Any) -> Any:
+    """Arguments as people may see them (sensitive ones masked)."""
+    if arguments is None:
+        return None
+    return tool.masked(dict(arguments)) if tool else dict(arguments)
 
 
 def agent_infos(agents: AgentRegistry) -> list[AgentInfo]:

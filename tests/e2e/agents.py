@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from bot.agent import Agent, AgentHumanReviewRequest, HumanReviewContext, ToolContext, tool
+from bot.agent import (
+    Agent,
+    AgentHumanReviewRequest,
+    HumanReviewContext,
+    Sensitive,
+    ToolContext,
+    tool,
+)
 from bot.agent.models import ModelSettings, OpenAIChatModel
 
 
@@ -14,6 +21,7 @@ class SideEffects:
     def __init__(self) -> None:
         self.deploys: list[dict] = []
         self.restarts: list[str] = []
+        self.secrets: list[tuple[str, str]] = []
 
 
 def make_agents(base_url: str, effects: SideEffects) -> list[Agent]:
@@ -52,6 +60,14 @@ def make_agents(base_url: str, effects: SideEffects) -> list[Agent]:
         effects.restarts.append(service)
         return {"restarted": service}
 
+    @tool(require_approval=True)
+    def set_secret(name: str, value: Annotated[str, Sensitive()]) -> dict:
+        """Store a secret in the vault (its value is sensitive)."""
+        if value == "reject-me-please":
+            raise RuntimeError(f"the vault refused {value}")
+        effects.secrets.append((name, value))
+        return {"stored": name}
+
     @tool(kind="hitl")
     def ask_user(question: str) -> str:
         """Ask the person a question."""
@@ -76,7 +92,7 @@ def make_agents(base_url: str, effects: SideEffects) -> list[Agent]:
         id="ops",
         model=model,
         instructions="You run operations.",
-        tools=[get_status, deploy, restart, ask_user, ticket_lookup],
+        tools=[get_status, deploy, restart, ask_user, ticket_lookup, set_secret],
         human_review=review,
         model_settings=settings,
     )

@@ -86,7 +86,9 @@ class Harness:
         return self.sandbox.thread(channel, self.root(channel)["ts"])
 
     def cards(self, channel: str = "C_GENERAL") -> list[dict[str, Any]]:
-        return [m for m in self.thread(channel) if has_button(m)]
+        """Messages with buttons in the run's thread, but its root (whose button is Cancel)."""
+        root = self.root(channel)["ts"] if self.sandbox.messages(channel) else None
+        return [m for m in self.thread(channel) if has_button(m) and m["ts"] != root]
 
     def thread_text(self, channel: str = "C_GENERAL") -> str:
         return "\n".join(message_text(m) for m in self.thread(channel))

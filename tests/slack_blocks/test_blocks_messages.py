@@ -18,9 +18,31 @@ def test_root_message_names_requester_agent_request_and_status() -> None:
     assert "<@U123>" in text and "*ops*" in text
     assert "deploy &lt;v2&gt; &amp; more" in text
     assert "Running" in text
-    assert [b["block_id"] for b in m["blocks"]] == ["run_request", "run_status"]
+    assert [b["block_id"] for b in m["blocks"]] == ["run_request", "run_status", "run_controls"]
     failed = messages.root_message(run(status="failed", error="boom"))
     assert "Failed" in text_of(failed["blocks"]) and "boom" in text_of(failed["blocks"])
+
+
+def test_only_a_live_runs_root_message_has_the_cancel_button() -> None:
+    for status in ("running", "waiting_for_human"):
+        (button,) = actions(messages.root_message(run(status=status)))
+        assert (button["action_id"], button["value"], button["style"]) == (
+            "cancel",
+            "run_1",
+            "danger",
+        )
+        assert "confirm" in button
+    for status in ("completed", "failed", "cancelled"):
+        assert actions(messages.root_message(run(status=status))) == []
+
+
+def test_cancelled_note_names_who_cancelled() -> None:
+    m = messages.run_cancelled("U_ALICE")
+    validate_message(m)
+    assert "Cancelled by <@U_ALICE>" in text_of(m["blocks"])
+    assert "Cancelled by ops-bot &lt;cli&gt;" in text_of(
+        messages.run_cancelled("ops-bot <cli>")["blocks"]
+    )
 
 
 def test_progress_and_ephemeral() -> None:

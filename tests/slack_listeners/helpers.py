@@ -100,7 +100,9 @@ class World:
         return self.sandbox.thread(GENERAL, roots[-1]["ts"]) if roots else []
 
     def cards(self) -> list[dict[str, Any]]:
-        return [m for m in self.thread() if any(b.get("type") == "actions" for b in m["blocks"])]
+        """Messages with buttons in the thread, but its root (whose button is Cancel)."""
+        thread = self.thread()
+        return [m for m in thread[1:] if any(b.get("type") == "actions" for b in m["blocks"])]
 
 
 @asynccontextmanager

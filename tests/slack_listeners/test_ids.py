@@ -21,6 +21,7 @@ ACTION_IDS = {
     "REVIEW": "review",
     "VIEW_ARGS": "view_args",
     "RETRY": "retry",
+    "CANCEL": "cancel",
     "VALUE": "value",
 }
 CALLBACK_IDS = {
@@ -56,6 +57,7 @@ BLOCK_IDS = {
     "RUN_ERROR": "run_error",
     "RUN_HELP": "run_help",
     "RUN_ACTIONS": "run_actions",
+    "RUN_CONTROLS": "run_controls",
     "PROGRESS": "progress",
     "ANSWER_PREFIX": "answer",
     "ANSWER_FOOTER": "answer_footer",
@@ -113,6 +115,7 @@ def _surfaces() -> list[dict[str, Any]]:
         *(cards.request_card(c) for c in all_cards),
         *(cards.request_card(_card("approval", status="approved")),),
         messages.run_failed(run, "boom"),
+        messages.root_message(RunInfo("RUN_GONE", "ops", "running", "deploy")),
         home.home_view(all_cards, 4, [run], user_id="U_MEMBER"),
         *(form(_card("approval")) for form in forms),
         modals.view_args_modal(_card("approval")),

@@ -42,6 +42,8 @@ class CardInfo:
     returns_object: bool = False
     parameters: dict[str, Any] | None = None
     created_at: datetime | None = None  # added: orders the home tab (newest first)
+    sensitive: frozenset[str] = frozenset()
+    """Arguments marked `Sensitive()`: already masked in `arguments`, blank in the edit modal."""
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,22 +166,25 @@ def parse_edit(
     values: dict[str, Any],
     parameters: dict[str, Any] | None,
     original: dict[str, Any] | None = None,
+    sensitive: Collection[str] = (),
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """view.state.values -> (arguments, errors by block_id).
 
     Arguments with no input block in the modal (too long to edit, or beyond the block limit)
     are kept from `original` (pass the model's proposed arguments). An empty optional input
-    is omitted, so the tool's default applies.
+    is omitted, so the tool's default applies. A `sensitive` input left blank keeps the
+    original value (the modal never shows it).
     """
     arguments: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for f in fields_of(parameters, original):
         block = values.get(f.name)
-        if not isinstance(block, dict):
+        _, text = _raw(block.get(ACTION_ID)) if isinstance(block, dict) else (False, None)
+        blank = text is None or text.strip() == ""
+        if not isinstance(block, dict) or (f.name in sensitive and blank):
             if original is not None and f.name in original:
                 arguments[f.name] = original[f.name]
             continue
-        _, text = _raw(block.get(ACTION_ID))
         if text is None or (text.strip() == "" and f.kind != "string") or text == "":
             if not f.required:
                 continue

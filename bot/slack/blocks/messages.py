@@ -43,8 +43,29 @@ def root_message(run: RunInfo) -> dict[str, Any]:
     if run.created_at:
         status.append(f"Started {slack_date(run.created_at)}")
     blocks = [L.section(text, BlockId.RUN_REQUEST), L.context(status, BlockId.RUN_STATUS)]
+    if run.status in ("running", "waiting_for_human"):
+        blocks.append(_controls(run))
     fallback = f"{run.agent_id}: {run.request_text} ({run.status.replace('_', ' ')})"
     return _msg(L.escape(fallback), blocks)
+
+
+def _controls(run: RunInfo) -> dict[str, Any]:
+    """The kill switch: Cancel stops the run before its next tool and closes its requests."""
+    confirm = L.confirm_dialog(
+        "Cancel this run?",
+        "No further tool runs and its open requests close. This cannot be undone.",
+        "Cancel the run",
+        "Keep it",
+    )
+    cancel = L.button("Cancel", ActionId.CANCEL, run.run_id, style="danger", confirm=confirm)
+    return {"type": "actions", "block_id": BlockId.RUN_CONTROLS, "elements": [cancel]}
+
+
+def run_cancelled(by: str) -> dict[str, Any]:
+    """The note in the thread of a cancelled run: who cancelled it (a user id or a name)."""
+    who = mention(L.cut_text(by, 100))
+    text = f":no_entry_sign: Cancelled by {who}: no further tool runs."
+    return _msg(text, [L.context([text], BlockId.PROGRESS)])
 
 
 def progress(text: str) -> dict[str, Any]:

@@ -138,6 +138,9 @@ def _edit_element(f: Field, value: Any) -> dict[str, Any] | None:
     return _text_input(text, multiline)
 
 
+SENSITIVE_HINT = "Sensitive: not shown. Leave blank to keep the current value, or type a new one."
+
+
 def edit_modal(card: CardInfo) -> dict[str, Any]:
     """One input per top-level argument (block_id = the name), prefilled with the model's value."""
     intro = f"Edit the arguments of {_q(card.tool_name)} for agent *{L.escape(card.agent_id)}*."
@@ -149,15 +152,17 @@ def edit_modal(card: CardInfo) -> dict[str, Any]:
     inputs = 0
     room = L.VIEW_BLOCKS - len(blocks) - 1
     for f in fields_of(card.parameters, card.arguments):
-        value = card.arguments.get(f.name, _MISSING)
+        secret = f.name in card.sensitive  # never prefilled: blank keeps the current value
+        value = _MISSING if secret else card.arguments.get(f.name, _MISSING)
         element = None
         if len(blocks) < room + 1 and 0 < len(f.name) <= L.BLOCK_ID and ":" not in f.name:
-            element = _edit_element(f, value)
+            element = _text_input(None, False) if secret else _edit_element(f, value)
         if element is None:
             if value is not _MISSING:
                 kept.append(f.name)
             continue
-        blocks.append(_input(f.name, f.name, element, not f.required, _hint(f)))
+        hint = SENSITIVE_HINT if secret else _hint(f)
+        blocks.append(_input(f.name, f.name, element, secret or not f.required, hint))
         inputs += 1
     if kept:
         names = ", ".join(_q(L.cut_text(n, 60)) for n in kept)

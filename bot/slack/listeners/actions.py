@@ -1,4 +1,4 @@
-"""Buttons on cards, on App Home and on failure messages."""
+"""Buttons on cards, on App Home, on failure messages and on a run's root message."""
 
 from __future__ import annotations
 
@@ -140,9 +140,25 @@ async def on_retry(
         await tell_actor(client, service, body, outcome.message)
 
 
+async def on_cancel(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Cancel on a run's root message: the kill switch."""
+    await ack()
+    service = service_of(context)
+    outcome = await service.cancel(action.get("value", ""), actor_from(body))
+    if not outcome.ok:
+        await tell_actor(client, service, body, outcome.message)
+
+
 def register(app: AsyncApp) -> None:
     app.action(ActionId.APPROVE)(on_approve)
     for action_id in FORMS:
         app.action(action_id)(on_open_form)
     app.action(ActionId.VIEW_ARGS)(on_view_args)
     app.action(ActionId.RETRY)(on_retry)
+    app.action(ActionId.CANCEL)(on_cancel)

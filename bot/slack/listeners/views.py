@@ -96,7 +96,12 @@ async def on_edit(
     request, tool = await _request_and_tool(service, view)
     original = dict(request.arguments or {}) if request else {}
     parameters = tool.parameters if tool else None
-    arguments, errors = modals.parse_edit(view["state"]["values"], parameters, original=original)
+    arguments, errors = modals.parse_edit(
+        view["state"]["values"],
+        parameters,
+        original=original,
+        sensitive=tool.sensitive if tool else (),
+    )
     if errors:
         await ack(response_action="errors", errors=errors)
         return

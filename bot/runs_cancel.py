@@ -1,0 +1,32 @@
+"""`sayso runs cancel RUN_ID`: the kill switch for operators, without Slack's buttons."""
+
+from __future__ import annotations
+
+from bot.config import Settings
+from store import Store
+
+OPERATOR = "operator"
+"""Who cancelled, in the audit trail and on the cards, when it came from the command line."""
+
+
+async def cancel_from_cli(store: Store, settings: Settings, run_id: str) -> int:
+    """Cancel the run; when a bot token is set, update its cards and root message in Slack."""
+    done = await store.cancel_run(run_id, actor=OPERATOR, detail="sayso runs cancel")
+    if done.run is None:
+        print(f"Run {run_id} not found")
+        return 1
+    if not done.cancelled:
+        print(f"Run {run_id} already ended ({done.run.status}): nothing to cancel")
+        return 1
+    print(f"Run {run_id} cancelled; {len(done.requests)} open request(s) closed")
+    if settings.slack_bot_token is None:
+        print("SLACK_BOT_TOKEN is not set: its cards in Slack keep their buttons until clicked")
+        return 0
+    from bot.serve import load_agents
+    from bot.service.cancel import show_cancelled
+    from bot.slack.app import web_client
+    from bot.slack.presenter import SlackPresenter
+
+    presenter = SlackPresenter(web_client(settings), load_agents(settings.sayso_agents))
+    await show_cancelled(presenter, done, OPERATOR)
+    return 0
