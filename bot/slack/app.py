@@ -68,6 +68,7 @@ class Bot:
     service: Service
     store: Store
     client: AsyncWebClient
+    replay_guard: ReplayGuard
 
     async def start(self) -> None:
         """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)."""
@@ -149,40 +150,79 @@ def _slack_shaped(body: Any) -> bool:
     return isinstance(actions, list) and all(isinstance(a, dict) for a in actions)
 
 
-class ReplayGuard:
-    """Signatures seen in Slack's 5-minute window, in memory: answering Slack must not wait
-    for the database. Replays that reach another replica are harmless: decisions are
-    conditional writes, events are deduplicated by event_id, and slash commands by signature
-    in the store once acked (see listeners/commands.py)."""
+SLACK_WINDOW = 300.0
+"""Slack's (and Bolt's) acceptance window: timestamps within ±5 minutes of now."""
+FUTURE_SKEW = 60.0
+"""How far ahead of our clock a request's timestamp may be (clock drift), at most."""
 
-    def __init__(self, window: float = 300.0, limit: int = 100_000) -> None:
+
+class ReplayGuard:
+    """Signatures seen while their timestamps are still accepted, in memory: answering Slack
+    must not wait for the database. A signature is remembered until its timestamp has left the
+    acceptance window (so a request stamped in the future is remembered longer), and
+    timestamps further ahead than `future_skew` are refused outright. Replays that reach
+    another replica are harmless: decisions are conditional writes, events are deduplicated by
+    event_id, and slash commands by signature in the store once acked (listeners/commands.py).
+    """
+
+    def __init__(
+        self,
+        window: float = SLACK_WINDOW,
+        limit: int = 100_000,
+        *,
+        future_skew: float = FUTURE_SKEW,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.window = window
         self.limit = limit
-        self._seen: dict[str, float] = {}
+        self.future_skew = future_skew
+        self.clock = clock
+        self._forget_at: dict[str, float] = {}
 
-    def first(self, signature: str) -> bool:
-        now = time.monotonic()
-        if len(self._seen) >= self.limit:
-            cutoff = now - self.window
-            self._seen = {s: t for s, t in self._seen.items() if t > cutoff}
-            while len(self._seen) >= self.limit:  # still full: forget the oldest
-                self._seen.pop(next(iter(self._seen)))
-        seen = self._seen.get(signature)
-        if seen is not None and now - seen < self.window:
+    def too_far_ahead(self, timestamp: float) -> bool:
+        """Is this timestamp further in the future than clock drift explains?"""
+        return timestamp - self.clock() > self.future_skew
+
+    def first(self, signature: str, timestamp: float | None = None) -> bool:
+        """True the first time `signature` (of a request stamped `timestamp`) is seen."""
+        now = self.clock()
+        stamped = now if timestamp is None else timestamp
+        if len(self._forget_at) >= self.limit:
+            self._forget_at = {s: t for s, t in self._forget_at.items() if t > now}
+            while len(self._forget_at) >= self.limit:  # still full: forget the oldest
+                self._forget_at.pop(next(iter(self._forget_at)))
+        forget_at = self._forget_at.get(signature)
+        if forget_at is not None and now < forget_at:
             return False
-        self._seen[signature] = now
+        self._forget_at[signature] = max(stamped, now) + self.window
         return True
 
 
+def _timestamp(req: AsyncBoltRequest) -> float | None:
+    raw = (req.headers.get("x-slack-request-timestamp") or [""])[0]
+    try:
+        return float(raw)
+    except ValueError:
+        return None
+
+
 def drop_replays(guard: ReplayGuard) -> Callable[..., Awaitable[BoltResponse | None]]:
-    """Bolt middleware (after the signature check): a signature seen before is a replay of a
-    request already handled, so it is refused (a Slack retry of it is simply acked)."""
+    """Bolt middleware (after the signature check): a request stamped too far in the future is
+    refused, and a signature seen before is a replay of a request already handled, so it is
+    refused too (a Slack retry of it is simply acked)."""
 
     async def middleware(
         req: AsyncBoltRequest, next: Callable[[], Awaitable[BoltResponse | None]]
     ) -> BoltResponse | None:
         signature = (req.headers.get("x-slack-signature") or [""])[0]
-        if req.mode == "socket_mode" or not signature or guard.first(signature):
+        if req.mode == "socket_mode" or not signature:
+            return await next()
+        timestamp = _timestamp(req)
+        if timestamp is not None and guard.too_far_ahead(timestamp):
+            guard.first(signature, timestamp)  # its replays stay refused once it is in range
+            log.warning("event=future_timestamp ahead_s=%d", timestamp - guard.clock())
+            return BoltResponse(status=401, body="Request timestamp is in the future.")
+        if guard.first(signature, timestamp):
             return await next()
         retry = bool(req.headers.get("x-slack-retry-num"))
         log.warning("event=replayed_request retry=%s", retry)
@@ -239,7 +279,8 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         request_verification_enabled=True,
         logger=logging.getLogger("sayso.bolt"),
     )
-    app.use(drop_replays(ReplayGuard()))
+    replay_guard = ReplayGuard()
+    app.use(drop_replays(replay_guard))
     app.use(ProvideService(service))
     register(app)
 
@@ -247,4 +288,11 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
         log.error("event=listener_error type=%s error=%s", body.get("type"), error)
 
-    return Bot(settings=settings, app=app, service=service, store=store, client=client)
+    return Bot(
+        settings=settings,
+        app=app,
+        service=service,
+        store=store,
+        client=client,
+        replay_guard=replay_guard,
+    )
