@@ -115,39 +115,83 @@ class Bot:
         return webapp
 
 
+_CHARSETS = ("utf-8", "utf8", "us-ascii", "ascii")
+"""Slack sends UTF-8; a body declared in any other charset is not Slack's."""
+
+
 async def _bolt_request(request: web.Request) -> AsyncBoltRequest | None:
-    """The request for Bolt, or None when Slack would never send it (a timestamp that is not
-    a number, a body that is not a JSON object): Bolt would raise on those and answer 500."""
-    body = await request.text()  # bodies over MAX_BODY_BYTES get 413 here
-    try:
-        int(request.headers.get("X-Slack-Request-Timestamp", "0"))
-        bolt_request = AsyncBoltRequest(
-            body=body,
-            query=request.query_string,
-            headers=request.headers,  # type: ignore[arg-type]
-        )
-    except (ValueError, TypeError, AttributeError, LookupError):
-        bolt_request = None
-    if bolt_request is None or not _slack_shaped(bolt_request.body):
-        log.info("event=malformed_request bytes=%d", len(body))
+    """The request for Bolt, or None when Slack would never send it (a body that is not UTF-8,
+    a timestamp that is not a number, a body that is not a JSON object, fields of the wrong
+    type): Bolt would raise on those and answer 500."""
+    raw = await request.read()  # bodies over MAX_BODY_BYTES get 413 here
+    reason = _undecodable(request, raw)
+    bolt_request: AsyncBoltRequest | None = None
+    if reason is None:
+        try:
+            int(request.headers.get("X-Slack-Request-Timestamp", "0"))
+            bolt_request = AsyncBoltRequest(
+                body=raw.decode("utf-8"),
+                query=request.query_string,
+                headers=request.headers,  # type: ignore[arg-type]
+            )
+        except (ValueError, TypeError, AttributeError, LookupError):
+            reason = "unparsable"
+    if reason is None and (bolt_request is None or not _slack_shaped(bolt_request.body)):
+        reason = "shape"
+    if reason is not None:
+        log.info("event=malformed_request reason=%s bytes=%d", reason, len(raw))
         return None
     return bolt_request
 
 
+def _undecodable(request: web.Request, raw: bytes) -> str | None:
+    """Why the body cannot be Slack's text (a charset other than UTF-8, bytes that are not
+    UTF-8), or None."""
+    try:
+        charset = (request.charset or "utf-8").lower()
+    except (ValueError, LookupError):
+        return "charset"
+    if charset not in _CHARSETS:
+        return "charset"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not_utf8"
+    return None
+
+
 _OBJECT_FIELDS = ("user", "view", "container", "message", "event", "state")
+_VIEW_PAYLOADS = ("view_submission", "view_closed")
 
 
 def _slack_shaped(body: Any) -> bool:
     """Slack's top-level fields have fixed JSON types, which Bolt relies on (it raises
-    otherwise): an object, a string `type`, objects where Slack sends objects."""
+    otherwise): an object, a string `type`, objects where Slack sends objects, a view with
+    its `type`, actions with their `action_id`."""
     if not isinstance(body, dict) or not isinstance(body.get("type", ""), str):
         return False
     if any(k in body and not isinstance(body[k], dict) for k in _OBJECT_FIELDS):
         return False
     if any(body.get(k) is not None and not isinstance(body[k], dict) for k in ("team", "channel")):
         return False
+    if not _strings(body.get("user", {}), "id") or not _strings(body, "callback_id"):
+        return False
+    view = body.get("view")
+    if view is not None:
+        if body.get("type") in _VIEW_PAYLOADS and not isinstance(view.get("type"), str):
+            return False
+        if not _strings(view, "type", "id", "callback_id", "private_metadata", "external_id"):
+            return False
     actions = body.get("actions", [])
-    return isinstance(actions, list) and all(isinstance(a, dict) for a in actions)
+    return isinstance(actions, list) and all(
+        isinstance(a, dict) and isinstance(a.get("action_id"), str) and _strings(a, "block_id")
+        for a in actions
+    )
+
+
+def _strings(value: dict[str, Any], *keys: str) -> bool:
+    """Are these keys, where present, strings?"""
+    return all(value.get(k) is None or isinstance(value[k], str) for k in keys)
 
 
 SLACK_WINDOW = 300.0
@@ -177,7 +221,7 @@ class ReplayGuard:
         self.limit = limit
         self.future_skew = future_skew
         self.clock = clock
-        self._forget_at: dict[str, float] = {}
+        self._seen: dict[str, float] = {}
 
     def too_far_ahead(self, timestamp: float) -> bool:
         """Is this timestamp further in the future than clock drift explains?"""
@@ -187,14 +231,14 @@ class ReplayGuard:
         """True the first time `signature` (of a request stamped `timestamp`) is seen."""
         now = self.clock()
         stamped = now if timestamp is None else timestamp
-        if len(self._forget_at) >= self.limit:
-            self._forget_at = {s: t for s, t in self._forget_at.items() if t > now}
-            while len(self._forget_at) >= self.limit:  # still full: forget the oldest
-                self._forget_at.pop(next(iter(self._forget_at)))
-        forget_at = self._forget_at.get(signature)
+        if len(self._seen) >= self.limit:
+            self._seen = {s: t for s, t in self._seen.items() if t > now}
+            while len(self._seen) >= self.limit:  # still full: forget the oldest
+                self._seen.pop(next(iter(self._seen)))
+        forget_at = self._seen.get(signature)
         if forget_at is not None and now < forget_at:
             return False
-        self._forget_at[signature] = max(stamped, now) + self.window
+        self._seen[signature] = max(stamped, now) + self.window
         return True
 
 
