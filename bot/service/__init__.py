@@ -171,7 +171,7 @@ class Service:
                 self.directory,
                 user_id=actor.user_id,
                 team_id=actor.team_id,
-                workspace_team_id=self.workspace_team_id or run.team_id,
+                workspace_team_id=self.workspace_team_id,
                 approvers=approvers,
                 requester=run.requester,
                 allow_self_approval=True,

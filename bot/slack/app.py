@@ -29,6 +29,7 @@ from bot.slack.listeners import register
 from bot.slack.listeners.common import SERVICE_KEY
 from bot.slack.presenter import SlackPresenter
 from bot.slack.render import card_info, run_info
+from bot.slack.startup import NOT_CONNECTED, RefuseUntilKnown, WorkspaceIdentity
 from store import Store
 
 log = logging.getLogger("sayso.slack")
@@ -69,18 +70,12 @@ class Bot:
     store: Store
     client: AsyncWebClient
     replay_guard: ReplayGuard
+    identity: WorkspaceIdentity
 
     async def start(self) -> None:
         """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)."""
         await self.store.upgrade()
-        try:
-            auth = await self.client.auth_test()
-            self.service.workspace_team_id = auth.get("team_id")
-            log.info(
-                "event=connected team=%s bot_user=%s", auth.get("team_id"), auth.get("user_id")
-            )
-        except Exception as exc:
-            log.warning("event=auth_test_failed error=%s", exc)
+        await self.identity.start()  # the process starts even when Slack does not answer
         if not self.service.settings.default_approvers and not self.service.agents.names_approvers:
             log.warning(
                 "event=no_approvers_configured: any full member of the workspace may decide; "
@@ -89,6 +84,7 @@ class Bot:
         self.service.start_sweeper(self.settings.sayso_sweep_interval)
 
     async def stop(self) -> None:
+        await self.identity.stop()
         await self.service.close()
         await self.store.close()
 
@@ -104,9 +100,15 @@ class Bot:
             return await to_aiohttp_response(bolt_response)
 
         async def healthz(request: web.Request) -> web.Response:
-            ok = await self.store.ping()
+            database = await self.store.ping()
+            slack = self.identity.known
+            ok = database and slack
             return web.json_response(
-                {"ok": ok, "database": "reachable" if ok else "unreachable"},
+                {
+                    "ok": ok,
+                    "database": "reachable" if database else "unreachable",
+                    "slack": "connected" if slack else NOT_CONNECTED,
+                },
                 status=200 if ok else 503,
             )
 
@@ -317,10 +319,12 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
 
     presenter = SlackPresenter(client, agents, home_refresher=refresh_home)
     service = Service(store, agents, directory, presenter, service_settings(settings))
+    identity = WorkspaceIdentity(client, service)
     app = AsyncApp(
         client=client,
         signing_secret=settings.secret("slack_signing_secret") or "socket-mode-has-no-secret",
         request_verification_enabled=True,
+        before_authorize=RefuseUntilKnown(identity),  # after the signature check
         logger=logging.getLogger("sayso.bolt"),
     )
     replay_guard = ReplayGuard()
@@ -339,4 +343,5 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         store=store,
         client=client,
         replay_guard=replay_guard,
+        identity=identity,
     )
