@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
+from bot.service.arguments import ArgumentsAccess
 from bot.service.commands import Command, parse
 from bot.service.decide import OUTPUT_FIELD, Action, Decider
 from bot.service.outcome import IGNORED, Actor, Outcome
@@ -56,6 +57,7 @@ class Service:
         self.settings = settings
         self.runner = Runner(store, agents, presenter, settings)
         self.decider = Decider(store, agents, directory, presenter, self.runner, workspace_team_id)
+        self.arguments_access = ArgumentsAccess(store, directory)
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
         # Work after an ack (starting a run, recording a decision) done at once: a burst of
@@ -118,6 +120,19 @@ class Service:
         """True the first time `key` (an event id, a request signature) is seen by any replica:
         the front end handles a delivery Slack retries, or a replica replays, only once."""
         return await self.store.first_delivery(key)
+
+    async def view_arguments(self, request_id: str, actor: Actor) -> Outcome:
+        """May this person read the request's full arguments? (Its requester and the people
+        who may decide it may.) "shown" carries the request and its run; refusals are audited.
+        """
+        return await self.arguments_access.view(request_id, actor, self.workspace_team_id)
+
+    async def refuse_foreign_click(
+        self, request: ApprovalRequestRecord, actor: Actor, action: str
+    ) -> None:
+        """On the record: a button on one card named another card's request (Slack never sends
+        that: a forged or tampered click), so nothing was done."""
+        await self.arguments_access.refused(request, actor, "button from another card", action)
 
     # -- deciding -------------------------------------------------------------------------
 

@@ -8,14 +8,24 @@ from typing import Final, Literal
 from store import ApprovalRequestRecord, RunRecord
 
 OutcomeKind = Literal[
-    "decided", "retried", "started", "ignored", "denied", "lost", "expired", "not_found", "invalid"
+    "decided",
+    "retried",
+    "started",
+    "shown",
+    "ignored",
+    "denied",
+    "lost",
+    "expired",
+    "not_found",
+    "invalid",
 ]
-"""decided / retried / started: done (a decision, a retry, a follow-up run). ignored: nothing
+"""decided / retried / started / shown: done (a decision, a retry, a follow-up run, what this
+person may see). ignored: nothing
 to do (a thread reply sayso does not answer). denied: not this person. lost: someone else was
 first (or holds the run). expired: too late. not_found: no such request or run. invalid: bad
 input, or not now (the message says why)."""
 
-DONE: Final[frozenset[OutcomeKind]] = frozenset({"decided", "retried", "started"})
+DONE: Final[frozenset[OutcomeKind]] = frozenset({"decided", "retried", "started", "shown"})
 
 
 @dataclass(frozen=True)
