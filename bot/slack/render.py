@@ -68,6 +68,9 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         returns_object=bool(tool and tool.returns_object),
         parameters=tool.parameters if tool else None,
         created_at=request.created_at,
+        defaults=tool.defaults_for(request.edited_arguments or request.arguments or {})
+        if tool
+        else {},
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +42,8 @@ class CardInfo:
     returns_object: bool = False
     parameters: dict[str, Any] | None = None
     created_at: datetime | None = None  # added: orders the home tab (newest first)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    """Parameters the arguments leave out, with the defaults they will run with."""
 
 
 @dataclass(frozen=True)
