@@ -186,6 +186,16 @@ class Tool:
         """Text (an error message) with the sensitive arguments' values masked."""
         return redact(text, arguments, self.sensitive) if self.sensitive else text
 
+    def defaults_for(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The parameters `arguments` leave out, with the default values they will run with
+        (JSON-ready); {} when the arguments are not valid (they will not run as they are)."""
+        try:
+            model = self._args_model.model_validate(arguments)
+        except ValidationError:
+            return {}
+        dumped = model.model_dump(mode="json")
+        return {k: dumped[k] for k in type(model).model_fields if k not in model.model_fields_set}
+
     def parse_output(self, raw: Any) -> Any:
         """Coerce a person's answer to the tool's declared output type when possible."""
         ann = self._returns

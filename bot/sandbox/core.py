@@ -195,6 +195,10 @@ class SandboxCore:
             retry_after = 1 if retry_after is None else retry_after
         self._failures.append(Failure(method, error, status or 200, retry_after, times))
 
+    def clear_failures(self, method: str | None = None) -> None:
+        """Stop the injected failures of `method` (of every method when None)."""
+        self._failures = [f for f in self._failures if method not in (None, f.method)]
+
     def take_failure(self, method: str) -> Failure | None:
         for failure in self._failures:
             if failure.method == method and failure.remaining > 0:

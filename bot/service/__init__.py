@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
+from bot.service.arguments import ArgumentsAccess
 from bot.service.cancel import Canceller, approvals_of
 from bot.service.commands import MAX_REQUEST_CHARS, Command, parse
 from bot.service.decide import OUTPUT_FIELD, Action, Decider
@@ -64,6 +65,7 @@ class Service:
         self.decider = Decider(store, agents, directory, presenter, self.runner, workspace_team_id)
         self.gate = StartGate(store, directory, settings.rate_limit)
         self.canceller = Canceller(store, directory, presenter, settings.admins)
+        self.arguments_access = ArgumentsAccess(store, directory)
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
         # Work after an ack (starting a run, recording a decision) done at once: a burst of
@@ -142,6 +144,19 @@ class Service:
         the front end handles a delivery Slack retries, or a replica replays, only once."""
         return await self.store.first_delivery(key)
 
+    async def view_arguments(self, request_id: str, actor: Actor) -> Outcome:
+        """May this person read the request's full arguments? (Its requester and the people
+        who may decide it may.) "shown" carries the request and its run; refusals are audited.
+        """
+        return await self.arguments_access.view(request_id, actor, self.workspace_team_id)
+
+    async def refuse_foreign_click(
+        self, request: ApprovalRequestRecord, actor: Actor, action: str
+    ) -> None:
+        """On the record: a button on one card named another card's request (Slack never sends
+        that: a forged or tampered click), so nothing was done."""
+        await self.arguments_access.refused(request, actor, "button from another card", action)
+
     # -- deciding -------------------------------------------------------------------------
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
@@ -191,7 +206,7 @@ class Service:
             self.directory,
             user_id=actor.user_id,
             team_id=actor.team_id,
-            workspace_team_id=self.workspace_team_id or run.team_id,
+            workspace_team_id=self.workspace_team_id,
             requester=run.requester,
             admins=self.settings.admins,
             approvals=approvals_of(
@@ -218,7 +233,7 @@ class Service:
         requester, the approvers of its open requests and admins may)."""
         run = await self.store.get_run(run_id)
         fallback = self._agent_approvers(run.agent_id) if run else ()
-        workspace = self.workspace_team_id or (run.team_id if run else None)
+        workspace = self.workspace_team_id  # this workspace's, never a run's (finding 1)
         return await self.canceller.cancel(run_id, actor, workspace, fallback)
 
     def _agent_approvers(self, agent_id: str) -> tuple[str, ...]:

@@ -78,7 +78,7 @@ class Decider:
             self.directory,
             user_id=actor.user_id,
             team_id=actor.team_id,
-            workspace_team_id=self.workspace_team_id or (run.team_id if run else None),
+            workspace_team_id=self.workspace_team_id,
             approvers=() if request.anyone else request.approvers,
             requester=request.requester,
             allow_self_approval=request.allow_self_approval,

@@ -12,6 +12,7 @@ OutcomeKind = Literal[
     "retried",
     "started",
     "cancelled",
+    "shown",
     "ignored",
     "denied",
     "lost",
@@ -19,13 +20,15 @@ OutcomeKind = Literal[
     "not_found",
     "invalid",
 ]
-"""decided / retried / started / cancelled: done (a decision, a retry, a follow-up run, a
-cancelled run). ignored: nothing
+"""decided / retried / started / cancelled / shown: done (a decision, a retry, a follow-up run, a
+cancelled run, what this person may see). ignored: nothing
 to do (a thread reply sayso does not answer). denied: not this person. lost: someone else was
 first (or holds the run). expired: too late. not_found: no such request or run. invalid: bad
 input, or not now (the message says why)."""
 
-DONE: Final[frozenset[OutcomeKind]] = frozenset({"decided", "retried", "started", "cancelled"})
+DONE: Final[frozenset[OutcomeKind]] = frozenset(
+    {"decided", "retried", "started", "cancelled", "shown"}
+)
 
 
 @dataclass(frozen=True)

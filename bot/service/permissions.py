@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from bot.service.ports import Directory
 
 LOOKUP_FAILED = "I could not look your account up in Slack; try again in a moment."
+STARTING = "sayso is starting, try again in a moment."
+"""The answer while this workspace is not known yet (Slack's auth.test has not answered)."""
 
 
 @dataclass(frozen=True)
@@ -35,19 +37,24 @@ async def may_decide(
 ) -> Verdict:
     """Apply the rules: listed people and groups; else any full member who is in the
     request's channel (`channel_id`, when known); never guests, people from another
-    workspace or bots unless listed by id; self-approval when allowed."""
+    workspace or bots unless listed by id; self-approval when allowed.
+
+    `workspace_team_id` is this workspace's (from Slack's auth.test), never a run's: while it
+    is unknown only people listed by id may decide."""
     who = describe(approvers)
     if not allow_self_approval and requester and user_id == requester:
         return Verdict(False, f"You started this run, and this tool needs someone else: {who}.")
     if user_id in approvers:
         return Verdict(True)
+    if not workspace_team_id:
+        return Verdict(False, STARTING)
     person = await directory.person(user_id)
     if person is None:
         return Verdict(False, LOOKUP_FAILED)
     if person.deleted or person.is_bot:
         return Verdict(False, f"Only {who} may decide this request.")
     teams = {t for t in (team_id, person.team_id) if t}
-    external = bool(workspace_team_id and any(t != workspace_team_id for t in teams))
+    external = any(t != workspace_team_id for t in teams)
     if external or person.is_guest:
         return Verdict(False, f"Guests and people from other workspaces may not decide; ask {who}.")
     if not approvers:

@@ -31,6 +31,7 @@ from bot.slack.listeners import register
 from bot.slack.listeners.common import SERVICE_KEY
 from bot.slack.presenter import SlackPresenter
 from bot.slack.render import card_info, run_info
+from bot.slack.startup import NOT_CONNECTED, RefuseUntilKnown, WorkspaceIdentity
 from store import Store
 
 log = logging.getLogger("sayso.slack")
@@ -77,18 +78,13 @@ class Bot:
     service: Service
     store: Store
     client: AsyncWebClient
+    replay_guard: ReplayGuard
+    identity: WorkspaceIdentity
 
     async def start(self) -> None:
         """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)."""
         await self.store.upgrade()
-        try:
-            auth = await self.client.auth_test()
-            self.service.workspace_team_id = auth.get("team_id")
-            log.info(
-                "event=connected team=%s bot_user=%s", auth.get("team_id"), auth.get("user_id")
-            )
-        except Exception as exc:
-            log.warning("event=auth_test_failed error=%s", exc)
+        await self.identity.start()  # the process starts even when Slack does not answer
         if not self.service.settings.default_approvers and not self.service.agents.names_approvers:
             log.warning(
                 "event=no_approvers_configured: any full member of the workspace may decide; "
@@ -97,6 +93,7 @@ class Bot:
         self.service.start_sweeper(self.settings.sayso_sweep_interval)
 
     async def stop(self) -> None:
+        await self.identity.stop()
         await self.service.close()
         await self.store.close()
 
@@ -112,9 +109,15 @@ class Bot:
             return await to_aiohttp_response(bolt_response)
 
         async def healthz(request: web.Request) -> web.Response:
-            ok = await self.store.ping()
+            database = await self.store.ping()
+            slack = self.identity.known
+            ok = database and slack
             return web.json_response(
-                {"ok": ok, "database": "reachable" if ok else "unreachable"},
+                {
+                    "ok": ok,
+                    "database": "reachable" if database else "unreachable",
+                    "slack": "connected" if slack else NOT_CONNECTED,
+                },
                 status=200 if ok else 503,
             )
 
@@ -123,75 +126,158 @@ class Bot:
         return webapp
 
 
+_CHARSETS = ("utf-8", "utf8", "us-ascii", "ascii")
+"""Slack sends UTF-8; a body declared in any other charset is not Slack's."""
+
+
 async def _bolt_request(request: web.Request) -> AsyncBoltRequest | None:
-    """The request for Bolt, or None when Slack would never send it (a timestamp that is not
-    a number, a body that is not a JSON object): Bolt would raise on those and answer 500."""
-    body = await request.text()  # bodies over MAX_BODY_BYTES get 413 here
-    try:
-        int(request.headers.get("X-Slack-Request-Timestamp", "0"))
-        bolt_request = AsyncBoltRequest(
-            body=body,
-            query=request.query_string,
-            headers=request.headers,  # type: ignore[arg-type]
-        )
-    except (ValueError, TypeError, AttributeError, LookupError):
-        bolt_request = None
-    if bolt_request is None or not _slack_shaped(bolt_request.body):
-        log.info("event=malformed_request bytes=%d", len(body))
+    """The request for Bolt, or None when Slack would never send it (a body that is not UTF-8,
+    a timestamp that is not a number, a body that is not a JSON object, fields of the wrong
+    type): Bolt would raise on those and answer 500."""
+    raw = await request.read()  # bodies over MAX_BODY_BYTES get 413 here
+    reason = _undecodable(request, raw)
+    bolt_request: AsyncBoltRequest | None = None
+    if reason is None:
+        try:
+            int(request.headers.get("X-Slack-Request-Timestamp", "0"))
+            bolt_request = AsyncBoltRequest(
+                body=raw.decode("utf-8"),
+                query=request.query_string,
+                headers=request.headers,  # type: ignore[arg-type]
+            )
+        except (ValueError, TypeError, AttributeError, LookupError):
+            reason = "unparsable"
+    if reason is None and (bolt_request is None or not _slack_shaped(bolt_request.body)):
+        reason = "shape"
+    if reason is not None:
+        log.info("event=malformed_request reason=%s bytes=%d", reason, len(raw))
         return None
     return bolt_request
 
 
+def _undecodable(request: web.Request, raw: bytes) -> str | None:
+    """Why the body cannot be Slack's text (a charset other than UTF-8, bytes that are not
+    UTF-8), or None."""
+    try:
+        charset = (request.charset or "utf-8").lower()
+    except (ValueError, LookupError):
+        return "charset"
+    if charset not in _CHARSETS:
+        return "charset"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not_utf8"
+    return None
+
+
 _OBJECT_FIELDS = ("user", "view", "container", "message", "event", "state")
+_VIEW_PAYLOADS = ("view_submission", "view_closed")
 
 
 def _slack_shaped(body: Any) -> bool:
     """Slack's top-level fields have fixed JSON types, which Bolt relies on (it raises
-    otherwise): an object, a string `type`, objects where Slack sends objects."""
+    otherwise): an object, a string `type`, objects where Slack sends objects, a view with
+    its `type`, actions with their `action_id`."""
     if not isinstance(body, dict) or not isinstance(body.get("type", ""), str):
         return False
     if any(k in body and not isinstance(body[k], dict) for k in _OBJECT_FIELDS):
         return False
     if any(body.get(k) is not None and not isinstance(body[k], dict) for k in ("team", "channel")):
         return False
+    if not _strings(body.get("user", {}), "id") or not _strings(body, "callback_id"):
+        return False
+    view = body.get("view")
+    if view is not None:
+        if body.get("type") in _VIEW_PAYLOADS and not isinstance(view.get("type"), str):
+            return False
+        if not _strings(view, "type", "id", "callback_id", "private_metadata", "external_id"):
+            return False
     actions = body.get("actions", [])
-    return isinstance(actions, list) and all(isinstance(a, dict) for a in actions)
+    return isinstance(actions, list) and all(
+        isinstance(a, dict) and isinstance(a.get("action_id"), str) and _strings(a, "block_id")
+        for a in actions
+    )
+
+
+def _strings(value: dict[str, Any], *keys: str) -> bool:
+    """Are these keys, where present, strings?"""
+    return all(value.get(k) is None or isinstance(value[k], str) for k in keys)
+
+
+SLACK_WINDOW = 300.0
+"""Slack's (and Bolt's) acceptance window: timestamps within ±5 minutes of now."""
+FUTURE_SKEW = 60.0
+"""How far ahead of our clock a request's timestamp may be (clock drift), at most."""
 
 
 class ReplayGuard:
-    """Signatures seen in Slack's 5-minute window, in memory: answering Slack must not wait
-    for the database. Replays that reach another replica are harmless: decisions are
-    conditional writes, events are deduplicated by event_id, and slash commands by signature
-    in the store once acked (see listeners/commands.py)."""
+    """Signatures seen while their timestamps are still accepted, in memory: answering Slack
+    must not wait for the database. A signature is remembered until its timestamp has left the
+    acceptance window (so a request stamped in the future is remembered longer), and
+    timestamps further ahead than `future_skew` are refused outright. Replays that reach
+    another replica are harmless: decisions are conditional writes, events are deduplicated by
+    event_id, and slash commands by signature in the store once acked (listeners/commands.py).
+    """
 
-    def __init__(self, window: float = 300.0, limit: int = 100_000) -> None:
+    def __init__(
+        self,
+        window: float = SLACK_WINDOW,
+        limit: int = 100_000,
+        *,
+        future_skew: float = FUTURE_SKEW,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.window = window
         self.limit = limit
+        self.future_skew = future_skew
+        self.clock = clock
         self._seen: dict[str, float] = {}
 
-    def first(self, signature: str) -> bool:
-        now = time.monotonic()
+    def too_far_ahead(self, timestamp: float) -> bool:
+        """Is this timestamp further in the future than clock drift explains?"""
+        return timestamp - self.clock() > self.future_skew
+
+    def first(self, signature: str, timestamp: float | None = None) -> bool:
+        """True the first time `signature` (of a request stamped `timestamp`) is seen."""
+        now = self.clock()
+        stamped = now if timestamp is None else timestamp
         if len(self._seen) >= self.limit:
-            cutoff = now - self.window
-            self._seen = {s: t for s, t in self._seen.items() if t > cutoff}
+            self._seen = {s: t for s, t in self._seen.items() if t > now}
             while len(self._seen) >= self.limit:  # still full: forget the oldest
                 self._seen.pop(next(iter(self._seen)))
-        seen = self._seen.get(signature)
-        if seen is not None and now - seen < self.window:
+        forget_at = self._seen.get(signature)
+        if forget_at is not None and now < forget_at:
             return False
-        self._seen[signature] = now
+        self._seen[signature] = max(stamped, now) + self.window
         return True
 
 
+def _timestamp(req: AsyncBoltRequest) -> float | None:
+    raw = (req.headers.get("x-slack-request-timestamp") or [""])[0]
+    try:
+        return float(raw)
+    except ValueError:
+        return None
+
+
 def drop_replays(guard: ReplayGuard) -> Callable[..., Awaitable[BoltResponse | None]]:
-    """Bolt middleware (after the signature check): a signature seen before is a replay of a
-    request already handled, so it is refused (a Slack retry of it is simply acked)."""
+    """Bolt middleware (after the signature check): a request stamped too far in the future is
+    refused, and a signature seen before is a replay of a request already handled, so it is
+    refused too (a Slack retry of it is simply acked)."""
 
     async def middleware(
         req: AsyncBoltRequest, next: Callable[[], Awaitable[BoltResponse | None]]
     ) -> BoltResponse | None:
         signature = (req.headers.get("x-slack-signature") or [""])[0]
-        if req.mode == "socket_mode" or not signature or guard.first(signature):
+        if req.mode == "socket_mode" or not signature:
+            return await next()
+        timestamp = _timestamp(req)
+        if timestamp is not None and guard.too_far_ahead(timestamp):
+            guard.first(signature, timestamp)  # its replays stay refused once it is in range
+            log.warning("event=future_timestamp ahead_s=%d", timestamp - guard.clock())
+            return BoltResponse(status=401, body="Request timestamp is in the future.")
+        if guard.first(signature, timestamp):
             return await next()
         retry = bool(req.headers.get("x-slack-retry-num"))
         log.warning("event=replayed_request retry=%s", retry)
@@ -244,13 +330,16 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
 
     presenter = SlackPresenter(client, agents, home_refresher=refresh_home)
     service = Service(store, agents, directory, presenter, service_settings(settings))
+    identity = WorkspaceIdentity(client, service)
     app = AsyncApp(
         client=client,
         signing_secret=settings.secret("slack_signing_secret") or "socket-mode-has-no-secret",
         request_verification_enabled=True,
+        before_authorize=RefuseUntilKnown(identity),  # after the signature check
         logger=logging.getLogger("sayso.bolt"),
     )
-    app.use(drop_replays(ReplayGuard()))
+    replay_guard = ReplayGuard()
+    app.use(drop_replays(replay_guard))
     app.use(ProvideService(service))
     register(app)
 
@@ -258,4 +347,12 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
         log.error("event=listener_error type=%s error=%s", body.get("type"), error)
 
-    return Bot(settings=settings, app=app, service=service, store=store, client=client)
+    return Bot(
+        settings=settings,
+        app=app,
+        service=service,
+        store=store,
+        client=client,
+        replay_guard=replay_guard,
+        identity=identity,
+    )

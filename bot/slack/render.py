@@ -70,6 +70,9 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         parameters=tool.parameters if tool else None,
         created_at=request.created_at,
         sensitive=tool.sensitive if tool else frozenset(),
+        defaults=tool.masked(tool.defaults_for(request.edited_arguments or request.arguments or {}))
+        if tool
+        else {},
     )
 
 

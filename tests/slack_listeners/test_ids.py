@@ -37,6 +37,7 @@ BLOCK_IDS = {
     "CARD_META": "card_meta",
     "CARD_INTERRUPTED": "card_interrupted",
     "CARD_ARGS": "card_args",
+    "CARD_DEFAULTS": "card_defaults",
     "CARD_CHANGES": "card_changes",
     "CARD_REASON": "card_reason",
     "CARD_ANSWER": "card_answer",

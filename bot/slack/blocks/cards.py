@@ -222,9 +222,20 @@ def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, An
         blocks.append(L.section(INTERRUPTED, BlockId.CARD_INTERRUPTED))
     args, cut = L.code_block(pretty_json(card.arguments), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
     blocks.append(L.section(args, BlockId.CARD_ARGS))
+    if card.defaults:
+        blocks.append(L.section(defaults_text(card.defaults), BlockId.CARD_DEFAULTS))
     blocks.append(_meta(card, now))
     blocks.extend(_closing(card, cut))
     return {"text": _fallback(card), "blocks": blocks}
+
+
+def defaults_text(defaults: dict[str, Any]) -> str:
+    """The parameters the model left out, as they will run: `replicas: 2` (default)."""
+    lines = [
+        f"• {_q(L.cut_text(key, 100) + ': ' + L.cut_text(compact_json(value), 300))} (default)"
+        for key, value in defaults.items()
+    ]
+    return L.cut_text("*Also runs with:*\n" + "\n".join(lines), L.SECTION_TEXT)
 
 
 def payload_text(payload: Any) -> tuple[str, bool]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -44,6 +44,8 @@ class CardInfo:
     created_at: datetime | None = None  # added: orders the home tab (newest first)
     sensitive: frozenset[str] = frozenset()
     """Arguments marked `Sensitive()`: already masked in `arguments`, blank in the edit modal."""
+    defaults: dict[str, Any] = field(default_factory=dict)
+    """Parameters the arguments leave out, with the defaults they will run with."""
 
 
 @dataclass(frozen=True)

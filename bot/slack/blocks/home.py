@@ -38,7 +38,7 @@ def _compact(card: CardInfo) -> tuple[str, bool]:
             "\n:warning: The process stopped while this tool was running; it may have partly run."
         )
     raw = compact_json(card.arguments)
-    code, cut = L.code_block(raw, COMPACT_ARGS + 6, "… (cut)")
+    code, cut = L.code_block(raw, COMPACT_ARGS + L.FENCE, "… (cut)")
     return f"{head}\n{code}", cut
 
 

@@ -7,6 +7,7 @@ Builders cut user data with a visible note; `validate_message` / `validate_view`
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -117,14 +118,36 @@ def split_text(raw: str, size: int, escape_it: bool = True) -> list[str]:
     return chunks
 
 
+_BACKTICK_RUN = re.compile(r"`(?=`)")
+FENCE = 8
+"""Characters a code fence adds at most: ``` on each side and a zero-width space at each end."""
+
+
+def break_backticks(raw: str) -> str:
+    """`raw` with no two backticks in a row (a zero-width space after each backtick that
+    another follows): nothing inside a code block can close it or open a new one."""
+    return _BACKTICK_RUN.sub("`\u200b", raw)
+
+
+def fence(raw: str) -> str:
+    """Escaped ```code``` mrkdwn for `raw`, the one way every builder fences code: runs of
+    backticks are broken up, and a backtick at either end is kept off the fence."""
+    body = break_backticks(raw)
+    if body.startswith("`"):
+        body = "\u200b" + body
+    if body.endswith("`"):
+        body += "\u200b"
+    return f"```{escape(body)}```"
+
+
 def code_block(raw: str, limit: int = SECTION_TEXT, note: str = CUT_NOTE) -> tuple[str, bool]:
     """Escaped ```code``` mrkdwn for `raw`, cut to fit `limit` with `note`; returns (text, cut)."""
-    raw = nonempty(raw.replace("```", "``\u200b`"), " ")
-    if len(escape(raw)) + 6 <= limit:
-        return f"```{escape(raw)}```", False
-    budget = limit - 6 - len(note.format(n=len(raw)))
+    raw = nonempty(break_backticks(raw), " ")
+    if len(escape(raw)) + FENCE <= limit:
+        return fence(raw), False
+    budget = limit - FENCE - len(note.format(n=len(raw)))
     k = escaped_prefix(raw, budget)
-    return f"```{escape(raw[:k])}```" + note.format(n=len(raw) - k), True
+    return fence(raw[:k]) + note.format(n=len(raw) - k), True
 
 
 def block_id(prefix: str, ref: str) -> str:

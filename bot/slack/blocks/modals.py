@@ -272,16 +272,14 @@ def view_args_modal(card: CardInfo) -> dict[str, Any]:
         raw = args["payload"]
     else:
         raw = pretty_json(card.arguments)
-    raw = L.nonempty(raw.replace("```", "``\u200b`"), "{}")
+    raw = L.nonempty(L.break_backticks(raw), "{}")
     what = "Review payload" if card.kind == "review" else f"Arguments of {_q(card.tool_name)}"
     intro = f"{what} for agent *{L.escape(card.agent_id)}* ({len(raw):,} characters)."
     blocks: list[dict[str, Any]] = [L.context([intro], BlockId.MODAL_INTRO)]
-    chunks = L.split_text(raw, L.SECTION_TEXT - 6)
+    chunks = L.split_text(raw, L.SECTION_TEXT - L.FENCE)
     room = L.VIEW_BLOCKS - len(blocks) - 1
     for i, chunk in enumerate(chunks[:room]):
-        blocks.append(
-            L.section(f"```{L.escape(chunk)}```", L.block_id(BlockId.ARGS_PREFIX, str(i)))
-        )
+        blocks.append(L.section(L.fence(chunk), L.block_id(BlockId.ARGS_PREFIX, str(i))))
     if len(chunks) > room:
         rest = sum(len(c) for c in chunks[room:])
         note = f"… (cut: {rest:,} more characters: too long to show in Slack)"

@@ -47,6 +47,21 @@ def foreign(body: dict[str, Any], request: ApprovalRequestRecord | None) -> bool
     )
 
 
+async def refused_foreign(
+    client: AsyncWebClient,
+    service: Service,
+    body: dict[str, Any],
+    request: ApprovalRequestRecord | None,
+) -> bool:
+    """A click naming another card's request: tell the person, put it on the record."""
+    if request is None or not foreign(body, request):
+        return False
+    action = ((body.get("actions") or [{}])[0]).get("action_id", "")
+    await service.refuse_foreign_click(request, actor_from(body), str(action))
+    await tell_actor(client, service, body, FOREIGN)
+    return True
+
+
 async def open_view(
     client: AsyncWebClient, service: Service, body: dict[str, Any], view: dict[str, Any]
 ) -> None:
@@ -71,8 +86,7 @@ async def on_approve(
     await ack()
     service = service_of(context)
     request_id = action.get("value", "")
-    if foreign(body, await service.approval_request(request_id)):
-        await tell_actor(client, service, body, FOREIGN)
+    if await refused_foreign(client, service, body, await service.approval_request(request_id)):
         return
     decision = BUTTON_DECISION[ActionId.APPROVE]
     outcome = await service.decide(request_id, actor_from(body), decision)
@@ -90,10 +104,10 @@ async def on_open_form(
     """Edit, Reject, Answer, Review: open the form, if this person may decide the request."""
     await ack()
     service = service_of(context)
-    outcome = await service.check(action.get("value", ""), actor_from(body))
-    if foreign(body, outcome.request):
-        await tell_actor(client, service, body, FOREIGN)
+    request_id = action.get("value", "")
+    if await refused_foreign(client, service, body, await service.approval_request(request_id)):
         return
+    outcome = await service.check(request_id, actor_from(body))
     if not outcome.ok or outcome.request is None:
         await tell_actor(client, service, body, outcome.message, outcome.request)
         return
@@ -110,18 +124,17 @@ async def on_view_args(
     client: AsyncWebClient,
     context: AsyncBoltContext,
 ) -> None:
-    """View full arguments: anyone who sees the card may read them."""
+    """View full arguments: for the request's requester and the people who may decide it."""
     await ack()
     service = service_of(context)
-    found = await service.request_with_run(action.get("value", ""))
-    if found is None:
-        await tell_actor(client, service, body, GONE)
+    request_id = action.get("value", "")
+    if await refused_foreign(client, service, body, await service.approval_request(request_id)):
         return
-    request, run = found
-    if foreign(body, request):
-        await tell_actor(client, service, body, FOREIGN)
+    outcome = await service.view_arguments(request_id, actor_from(body))
+    if not outcome.ok or outcome.request is None or outcome.run is None:
+        await tell_actor(client, service, body, outcome.message or GONE, outcome.request)
         return
-    card = card_info(request, run, service.agents)
+    card = card_info(outcome.request, outcome.run, service.agents)
     await open_view(client, service, body, modals.view_args_modal(card))
 
 

@@ -1,0 +1,70 @@
+"""Who may read an approval request's full arguments, and refusals on the record."""
+
+from __future__ import annotations
+
+import logging
+
+from bot.service.outcome import Actor, Outcome
+from bot.service.permissions import may_decide
+from bot.service.ports import Directory
+from store import ApprovalRequestRecord, Store
+
+log = logging.getLogger("sayso.service")
+
+NOT_YOURS = (
+    "Only the people who may decide this request, and the person who started it, "
+    "may see its full arguments."
+)
+
+
+class ArgumentsAccess:
+    """The full arguments (the `view_args` modal) are for the request's requester and the
+    people who may decide it; every refusal is audited."""
+
+    def __init__(self, store: Store, directory: Directory) -> None:
+        self.store = store
+        self.directory = directory
+
+    async def view(self, request_id: str, actor: Actor, workspace_team_id: str | None) -> Outcome:
+        """ "shown" with the request and its run, or why not (audited)."""
+        request = await self.store.get_request(request_id) if request_id else None
+        run = await self.store.get_run(request.run_id) if request else None
+        if request is None or run is None:
+            return Outcome("not_found", "This request no longer exists.")
+        if actor.user_id and actor.user_id == request.requester:
+            return Outcome("shown", request=request, run=run)
+        verdict = await may_decide(
+            self.directory,
+            user_id=actor.user_id,
+            team_id=actor.team_id,
+            workspace_team_id=workspace_team_id,
+            approvers=() if request.anyone else request.approvers,
+            requester=request.requester,
+            allow_self_approval=True,  # a requester reads their own request's arguments
+        )
+        if verdict.allowed:
+            return Outcome("shown", request=request, run=run)
+        await self.refused(request, actor, verdict.reason)
+        return Outcome("denied", NOT_YOURS, request, run=run)
+
+    async def refused(
+        self, request: ApprovalRequestRecord, actor: Actor, detail: str, action: str = "view_args"
+    ) -> None:
+        """On the record: `actor` was refused `action` on `request` (and why)."""
+        await self.store.audit(
+            actor=actor.user_id,
+            action=action,
+            run_id=request.run_id,
+            call_id=request.call_id,
+            request_id=request.id,
+            tool_name=request.tool_name,
+            outcome="denied",
+            detail=detail,
+        )
+        log.info(
+            "event=refused action=%s run_id=%s call_id=%s actor=%s",
+            action,
+            request.run_id,
+            request.call_id,
+            actor.user_id,
+        )
