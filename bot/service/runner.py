@@ -342,7 +342,9 @@ class Runner:
         if status == "waiting_for_human" and result.run.pause is not None:
             await self.post_cards(run.id)
         elif status == "completed":
-            await self.safely(self.presenter.post_answer(run, render_output(result.output)))
+            last = result.run.messages[-1] if result.run.messages else None
+            cut = bool(last and last.truncated)
+            await self.safely(self.presenter.post_answer(run, render_output(result.output), cut))
         elif status == "failed":
             await self.safely(self.presenter.post_failure(run, result.run.error or "unknown error"))
         if not result.run.context.get("follow_up"):

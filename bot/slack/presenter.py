@@ -62,8 +62,9 @@ class SlackPresenter:
     async def post_progress(self, run: RunRecord, text: str) -> None:
         await self._post(run, messages.progress(text))
 
-    async def post_answer(self, run: RunRecord, text: str) -> None:
-        await self._post(run, messages.final_answer(text, run_info(run)))
+    async def post_answer(self, run: RunRecord, text: str, truncated: bool = False) -> None:
+        for message in messages.final_answer(text, run_info(run), truncated=truncated):
+            await self._post(run, message)
 
     async def post_failure(self, run: RunRecord, error: str) -> None:
         await self._post(run, messages.run_failed(run_info(run, error), error))

@@ -105,6 +105,10 @@ def has_button(message: dict[str, Any], action_id: str | None = None) -> bool:
 def message_text(message: dict[str, Any]) -> str:
     parts = [message.get("text") or ""]
     for block in message.get("blocks", []):
+        if isinstance(block.get("text"), str):  # markdown blocks
+            parts.append(block["text"])
+        for row in block.get("rows", []) or []:  # table blocks
+            parts.append(" | ".join(cell.get("text", "") for cell in row))
         for key in ("text",):
             t = block.get(key)
             if isinstance(t, dict):
