@@ -315,17 +315,11 @@ class Runner:
         await self.store.release(lease)
 
     async def _progress(self, event: RunEvent) -> None:
-        if event.type not in ("tool_started", "tool_finished"):
+        if event.type not in ("tool_started", "tool_finished", "paused", "completed", "failed"):
             return
         run = await self.store.get_run(event.run_id)
-        if run is None:
-            return
-        if event.type == "tool_started":
-            await self.presenter.post_progress(run, f":gear: Running `{event.tool}`…")
-        elif event.detail:
-            await self.presenter.post_progress(
-                run, f":warning: `{event.tool}` failed: {event.detail}"
-            )
+        if run is not None:
+            await self.presenter.show_activity(run)
 
     async def safely(self, aw: Awaitable[Any]) -> None:
         try:

@@ -75,6 +75,7 @@ class BlockId(StrEnum):
     RUN_HELP = "run_help"
     RUN_ACTIONS = "run_actions"
     PROGRESS = "progress"
+    RUN_ACTIVITY = "run_activity"  # the run's live status (its checklist of tool calls)
     ANSWER_PREFIX = "answer"
     ANSWER_FOOTER = "answer_footer"
     HELP_HEADER = "help_header"

@@ -11,6 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks import cards, messages
+from bot.slack.live_status import LiveStatus
 from bot.slack.render import card_info, run_info
 from store import ApprovalRequestRecord, RunRecord
 
@@ -27,6 +28,7 @@ class SlackPresenter:
         self.client = client
         self.agents = agents
         self.home_refresher = home_refresher
+        self.live = LiveStatus(client)
 
     async def _post(self, run: RunRecord, message: dict[str, Any]) -> str | None:
         if not run.channel_id:
@@ -61,6 +63,10 @@ class SlackPresenter:
 
     async def post_progress(self, run: RunRecord, text: str) -> None:
         await self._post(run, messages.progress(text))
+
+    async def show_activity(self, run: RunRecord) -> None:
+        """The run's live status (one message, updated in place, rate-limited)."""
+        self.live.show(run)
 
     async def post_answer(self, run: RunRecord, text: str, truncated: bool = False) -> None:
         for message in messages.final_answer(text, run_info(run), truncated=truncated):

@@ -57,6 +57,7 @@ BLOCK_IDS = {
     "RUN_HELP": "run_help",
     "RUN_ACTIONS": "run_actions",
     "PROGRESS": "progress",
+    "RUN_ACTIVITY": "run_activity",
     "ANSWER_PREFIX": "answer",
     "ANSWER_FOOTER": "answer_footer",
     "HELP_HEADER": "help_header",
