@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.service.streaming import TextSink
 from store import ApprovalRequestRecord, RunRecord
 
 
@@ -42,6 +43,10 @@ class Presenter(Protocol):
     async def post_progress(self, run: RunRecord, text: str) -> None: ...
 
     async def show_activity(self, run: RunRecord) -> None: ...
+
+    def text_sink(self, run: RunRecord) -> TextSink | None:
+        """Where the run's text streams as the model writes it (None: no streaming)."""
+        ...
 
     async def post_answer(self, run: RunRecord, text: str, truncated: bool = False) -> None: ...
 

@@ -14,6 +14,7 @@ from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
 from bot.service.continuation import decisions_from, render_output
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
+from bot.service.streaming import RunCallbacks
 from store import Lease, LeaseLostError, RequestPolicy, Store
 
 log = logging.getLogger("sayso.service")
@@ -170,7 +171,7 @@ class Runner:
                 conversation, context=context, state=accessor, run_id=run_id, on_event=on_event
             )
 
-        self.spawn(self._drive(lease, agent, begin), name=f"run:{run_id}")
+        self.spawn(self._drive(lease, agent, begin, stream=True), name=f"run:{run_id}")
         return run_id
 
     async def continue_run(self, run_id: str, *, retry: bool = False) -> bool:
@@ -240,6 +241,9 @@ class Runner:
             async def fn(acc: Any, ev: Any) -> RunResult:
                 return await agent.continue_run(run=result, state=acc, on_event=ev, **kwargs)
 
+            await self._drive(lease, agent, fn, slot_held=slot_held, stream=True)
+            return
+
         elif status == "running":
 
             async def fn(acc: Any, ev: Any) -> RunResult:
@@ -272,12 +276,14 @@ class Runner:
         fn: Callable[[Any, Any], Awaitable[RunResult]],
         *,
         slot_held: bool = False,
+        stream: bool = False,
     ) -> None:
+        """Drive a run; `stream`: its text streams to the thread (never on a retry or a
+        recovery, which could show text a second time)."""
         accessor = self.store.accessor(lease, self.request_policy(agent))
         renewer = asyncio.create_task(self._renew(lease))
-
-        async def on_event(event: RunEvent) -> None:
-            await self._progress(event)
+        shown = await self.store.get_run(lease.run_id) if stream else None
+        on_event = RunCallbacks(self._progress, self.presenter.text_sink(shown) if shown else None)
 
         try:
             if slot_held:

@@ -13,6 +13,7 @@ from bot.service.registry import AgentRegistry
 from bot.slack.blocks import cards, messages
 from bot.slack.live_status import LiveStatus
 from bot.slack.render import card_info, run_info
+from bot.slack.streaming import AnswerStream
 from store import ApprovalRequestRecord, RunRecord
 
 log = logging.getLogger("sayso.slack")
@@ -29,6 +30,7 @@ class SlackPresenter:
         self.agents = agents
         self.home_refresher = home_refresher
         self.live = LiveStatus(client)
+        self._streams: dict[str, AnswerStream] = {}
 
     async def _post(self, run: RunRecord, message: dict[str, Any]) -> str | None:
         if not run.channel_id:
@@ -68,11 +70,29 @@ class SlackPresenter:
         """The run's live status (one message, updated in place, rate-limited)."""
         self.live.show(run)
 
+    def text_sink(self, run: RunRecord) -> AnswerStream | None:
+        """Stream the run's text into its thread (a person asked: Slack streams to them)."""
+        if not (run.channel_id and run.thread_ts and run.requester and run.team_id):
+            return None
+        self._streams[run.id] = AnswerStream(self.client, run)
+        return self._streams[run.id]
+
     async def post_answer(self, run: RunRecord, text: str, truncated: bool = False) -> None:
-        for message in messages.final_answer(text, run_info(run), truncated=truncated):
+        posted = messages.final_answer(text, run_info(run), truncated=truncated)
+        stream = self._streams.pop(run.id, None)
+        if stream is not None and stream.final_ts and run.channel_id:
+            try:  # the streamed answer becomes the formatted one: shown once
+                await self.client.chat_update(
+                    channel=run.channel_id, ts=stream.final_ts, **posted[0]
+                )
+                posted = posted[1:]
+            except SlackApiError as exc:
+                log.warning("event=stream_replace_failed run_id=%s error=%s", run.id, exc)
+        for message in posted:
             await self._post(run, message)
 
     async def post_failure(self, run: RunRecord, error: str) -> None:
+        self._streams.pop(run.id, None)
         await self._post(run, messages.run_failed(run_info(run, error), error))
 
     async def post_reminder(self, run: RunRecord, request: ApprovalRequestRecord) -> None:

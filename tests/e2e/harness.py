@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.agent import Agent
 from bot.config import Settings
 from bot.sandbox import SlackSandbox
 from bot.serve import free_port
@@ -33,6 +34,7 @@ class Harness:
         self.bot: Bot | None = None
         self._runner: web.AppRunner | None = None
         self.settings_overrides: dict[str, Any] = {}
+        self.extra_agents: list[Agent] = []  # beside make_agents' (e.g. on another provider)
 
     @property
     def url(self) -> str:
@@ -51,7 +53,9 @@ class Harness:
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
     async def start_bot(self) -> Bot:
-        agents = AgentRegistry(make_agents(self.model.base_url, self.effects))
+        agents = AgentRegistry(
+            [*make_agents(self.model.base_url, self.effects), *self.extra_agents]
+        )
         self.bot = build_bot(self.settings(), agents)
         await self.bot.start()
         self._runner = web.AppRunner(self.bot.web_app(), access_log=None)
@@ -86,7 +90,8 @@ class Harness:
         return [m for m in self.thread(channel) if has_button(m)]
 
     def thread_text(self, channel: str = "C_GENERAL") -> str:
-        return "\n".join(message_text(m) for m in self.thread(channel))
+        """The thread's text, without streamed text not (yet) replaced by a final message."""
+        return "\n".join(message_text(m) for m in self.thread(channel) if "markdown_text" not in m)
 
 
 def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:

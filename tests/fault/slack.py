@@ -134,7 +134,8 @@ def cards(sandbox: SlackSandbox, channel: str = "C_GENERAL") -> list[dict[str, A
 
 
 def thread_text(sandbox: SlackSandbox, channel: str = "C_GENERAL") -> str:
-    return "\n".join(message_text(m) for m in thread(sandbox, channel))
+    final = [m for m in thread(sandbox, channel) if "markdown_text" not in m]  # not streaming
+    return "\n".join(message_text(m) for m in final)
 
 
 def ephemeral_texts(sandbox: SlackSandbox, user: str) -> list[str]:
