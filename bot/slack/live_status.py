@@ -22,6 +22,7 @@ from store import RunRecord
 log = logging.getLogger("sayso.slack")
 
 UPDATE_INTERVAL = 1.0  # seconds between two updates of one run's status
+REMEMBERED_RUNS = 1000  # status messages remembered (a run continued here later finds its own)
 
 
 @dataclass
@@ -47,10 +48,21 @@ class LiveStatus:
         """Show `run` as it is now (soon: at most one update per interval; newest wins)."""
         if not (run.channel_id and run.thread_ts) or not run_steps(run.result):
             return
-        live = self._runs.setdefault(run.id, _Live())
+        live = self._runs.get(run.id)
+        if live is None:
+            self._forget_idle()
+            live = self._runs[run.id] = _Live()
         live.latest = run
         if live.flusher is None or live.flusher.done():
             live.flusher = asyncio.create_task(self._flush(run.id, live), name=f"status:{run.id}")
+
+    def _forget_idle(self) -> None:
+        """Keep memory bounded: forget the oldest runs with no update under way (a run
+        continued later finds its status message again in its thread)."""
+        for run_id in list(self._runs)[: max(0, len(self._runs) - REMEMBERED_RUNS + 1)]:
+            flusher = self._runs[run_id].flusher
+            if flusher is None or flusher.done():
+                del self._runs[run_id]
 
     async def settle(self, run_id: str) -> None:
         """Wait until the newest state of the run is shown (tests, before a final message)."""

@@ -96,3 +96,11 @@ async def test_refused_streaming_falls_back_to_one_message(harness: Harness) -> 
     assert len(answers) == 1 and not answers[0].get("markdown_text")
     assert "v2 is live" in message_text(answers[0])
     assert len(h.thread()) == 2  # the root and the answer
+
+
+async def test_an_answer_cut_off_at_the_output_limit_says_so(harness: Harness) -> None:
+    h = harness
+    h.model.reply(text="The deploy went fine and then", truncated=True)
+    await h.sandbox.slash_command("U_REQUESTER", "ops how did it go")
+    await h.sandbox.wait_for(lambda sb: "cut off" in h.thread_text(), timeout=10)
+    assert "The deploy went fine and then" in h.thread_text()
