@@ -14,7 +14,7 @@ from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
 from bot.service.continuation import decisions_from, render_output
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
-from bot.service.streaming import RunCallbacks
+from bot.service.streaming import RunCallbacks, TextSink
 from store import Lease, LeaseLostError, RequestPolicy, Store
 
 log = logging.getLogger("sayso.service")
@@ -280,10 +280,9 @@ class Runner:
     ) -> None:
         """Drive a run; `stream`: its text streams to the thread (never on a retry or a
         recovery, which could show text a second time)."""
+        on_event = RunCallbacks(self._progress, await self._text_sink(lease.run_id, stream))
         accessor = self.store.accessor(lease, self.request_policy(agent))
         renewer = asyncio.create_task(self._renew(lease))
-        shown = await self.store.get_run(lease.run_id) if stream else None
-        on_event = RunCallbacks(self._progress, self.presenter.text_sink(shown) if shown else None)
 
         try:
             if slot_held:
@@ -305,6 +304,17 @@ class Runner:
         finally:
             renewer.cancel()
         await self.present(result)
+
+    async def _text_sink(self, run_id: str, stream: bool) -> TextSink | None:
+        """Where the run's text streams (None: shown only when the answer is complete)."""
+        if not stream:
+            return None
+        try:
+            run = await self.store.get_run(run_id)
+            return self.presenter.text_sink(run) if run is not None else None
+        except Exception:
+            log.exception("event=text_sink_failed run_id=%s", run_id)
+            return None
 
     async def _mark_failed(self, accessor: Any, lease: Lease, error: str) -> None:
         """Save the run as failed (so sweeps stop retrying it); `retry` continues it later."""
