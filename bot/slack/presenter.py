@@ -68,6 +68,8 @@ class SlackPresenter:
 
     async def show_activity(self, run: RunRecord) -> None:
         """The run's live status (one message, updated in place, rate-limited)."""
+        if run.status in ("waiting_for_human", "cancelled"):
+            self._streams.pop(run.id, None)  # its text so far stays as it is
         self.live.show(run)
 
     def text_sink(self, run: RunRecord) -> AnswerStream | None:
