@@ -48,6 +48,8 @@ class Agent:
         description: one line shown to people (default: the first line of `instructions`).
         output_type: a type the final answer is parsed into (JSON), e.g. a pydantic model.
         model_settings: timeouts, retries and sampling settings for the model.
+        channel: a Slack channel id for cards that need someone other than the requester when
+            the run is where only the requester sees it (the assistant side pane).
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class Agent:
         description: str = "",
         output_type: Any = None,
         model_settings: ModelSettings | None = None,
+        channel: str | None = None,
     ) -> None:
         if not id or any(ch.isspace() for ch in id):
             raise ValueError(f"Agent id {id!r} must be a non-empty word without spaces")
@@ -88,6 +91,7 @@ class Agent:
         self.description = description or instructions.split("\n")[0][:150]
         self.output_type = output_type
         self.model_settings = model_settings or ModelSettings()
+        self.channel = channel
 
     # -- configuration -------------------------------------------------------------------
 

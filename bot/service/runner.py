@@ -380,10 +380,11 @@ class Runner:
         for request in await self.store.current_requests(run_id):
             if request.message_ts is not None or request.status != "pending":
                 continue
+            channel = self.presenter.card_channel(run, request)
             try:
                 ts = await self.presenter.post_card(run, request)
             except Exception:
                 log.exception("event=card_post_failed run_id=%s request_id=%s", run_id, request.id)
                 continue
-            if ts and run.channel_id:
-                await self.store.set_request_message(request.id, run.channel_id, ts)
+            if ts and channel:
+                await self.store.set_request_message(request.id, channel, ts)

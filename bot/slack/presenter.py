@@ -54,8 +54,34 @@ class SlackPresenter:
             message = messages.root_message(run_info(run))
             await self.client.chat_update(channel=run.channel_id, ts=run.thread_ts, **message)
 
+    def card_channel(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None:
+        """The run's thread, or the agent's channel when the run is in the requester's side
+        pane (a DM) and the card needs someone else, who could not see it there."""
+        agent = self.agents.get(run.agent_id)
+        in_pane = bool(run.channel_id and run.channel_id.startswith("D"))
+        if not (in_pane and agent is not None and agent.channel):
+            return run.channel_id
+        tool = self.agents.tool(run.agent_id, request.tool_name)
+        approvers = [a for a in request.approvers if a != "*"]
+        others = bool(approvers) and run.requester not in approvers
+        return (
+            agent.channel if others or (tool and not tool.allow_self_approval) else run.channel_id
+        )
+
     async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None:
-        return await self._post(run, cards.request_card(card_info(request, run, self.agents)))
+        card = card_info(request, run, self.agents)
+        channel = self.card_channel(run, request)
+        if channel == run.channel_id or channel is None:
+            return await self._post(run, cards.request_card(card))
+        resp = await self.client.chat_postMessage(channel=channel, **cards.request_card(card))
+        ts = str(resp["ts"])
+        try:
+            link = await self.client.chat_getPermalink(channel=channel, message_ts=ts)
+            permalink: str | None = str(link["permalink"])
+        except SlackApiError:
+            permalink = None
+        await self._post(run, messages.card_elsewhere(card, channel, permalink))
+        return ts
 
     async def update_card(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         if not (request.channel_id and request.message_ts):

@@ -54,3 +54,33 @@ async def test_the_assistant_pane_runs_an_agent_with_its_card_in_the_thread(
     assert all(c.response.get("ok") for c in h.sandbox.calls), [
         (c.method, c.response) for c in h.sandbox.calls if not c.response.get("ok")
     ]
+
+
+async def test_a_card_needing_someone_else_goes_to_the_agents_channel_and_is_linked(
+    harness: Harness,
+) -> None:
+    h = harness
+    opened = await h.sandbox.open_assistant("U_REQUESTER")
+    thread_ts = str(opened.ts)
+    h.model.reply(tool_calls=[("restart", {"service": "api"})])  # approvers only, not self
+    h.model.reply(text="Restarted the api.")
+    await h.sandbox.post_message("U_REQUESTER", "ops restart the api", DM, thread_ts)
+    card = (
+        await h.sandbox.wait_for(
+            lambda sb: [m for m in sb.messages("C_OPS") if has_button(m, "approve")], timeout=10
+        )
+    )[0]
+    link = await h.sandbox.wait_for(
+        lambda sb: [m for m in sb.thread(DM, thread_ts) if "C_OPS" in message_text(m)]
+    )
+    assert "/archives/C_OPS/" in message_text(link[0]) and "restart" in message_text(link[0])
+    assert not [m for m in h.sandbox.thread(DM, thread_ts) if has_button(m, "approve")]
+
+    await h.sandbox.click("U_APPROVER", "C_OPS", card["ts"], "approve")
+    await h.sandbox.wait_for(
+        lambda sb: any("Restarted the api." in message_text(m) for m in sb.thread(DM, thread_ts)),
+        timeout=10,
+    )
+    await h.idle()
+    assert h.effects.restarts == ["api"]
+    assert not has_button(h.sandbox.message("C_OPS", card["ts"]) or {}, "approve")  # decided

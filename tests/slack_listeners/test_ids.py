@@ -58,6 +58,7 @@ BLOCK_IDS = {
     "RUN_ACTIONS": "run_actions",
     "PROGRESS": "progress",
     "RUN_ACTIVITY": "run_activity",
+    "CARD_ELSEWHERE_PREFIX": "card_elsewhere",
     "ANSWER_PREFIX": "answer",
     "ANSWER_FOOTER": "answer_footer",
     "HELP_HEADER": "help_header",

@@ -135,6 +135,20 @@ def ephemeral(text: str) -> dict[str, Any]:
     return _msg(body, [L.section(body, BlockId.EPHEMERAL)])
 
 
+def card_elsewhere(card: CardInfo, channel: str, permalink: str | None) -> dict[str, Any]:
+    """In the side pane: the card needs someone else, so it is in the agent's channel."""
+    who = mention_list(card.approvers) if card.approvers else "a teammate"
+    where = f"<{permalink}|the card> in <#{channel}>" if permalink else f"the card in <#{channel}>"
+    text = (
+        f":raised_hand: {_q(card.tool_name)} needs a decision by {who}: "
+        f"{where} waits for them. I carry on here once they decide."
+    )
+    fallback = f"{card.tool_name} needs a decision: the card is in another channel."
+    return _msg(
+        L.escape(fallback), [L.section(text, L.block_id(BlockId.REMINDER_PREFIX, card.request_id))]
+    )
+
+
 def reminder(card: CardInfo, approvers: Sequence[str]) -> dict[str, Any]:
     """A nudge to the approvers that a request is still waiting (no buttons: use the card)."""
     who = mention_list(approvers) if approvers else "Anyone here"
