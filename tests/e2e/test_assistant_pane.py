@@ -19,7 +19,7 @@ async def test_the_assistant_pane_runs_an_agent_with_its_card_in_the_thread(
     pane = await h.sandbox.wait_for(
         lambda sb: sb.assistant_thread("U_REQUESTER", thread_ts)["prompts"] or None
     )
-    assert [p["message"] for p in pane] == ["ops "]
+    assert [p["message"] for p in pane] == ["ops what can you do for me?"]
     assert "ops" in pane[0]["title"]
 
     h.model.stream_delay = 0.05  # the status shows while the model works

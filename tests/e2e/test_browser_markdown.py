@@ -54,3 +54,21 @@ async def test_a_streamed_markdown_answer_with_a_table(harness: Harness, browser
     await panel.locator(".bk-markdown b", has_text="healthy").wait_for()
     await panel.locator(".md-h", has_text="Staging report").wait_for()
     await page.screenshot(path=str(ARTIFACTS / "browser" / "6-markdown-answer.png"), full_page=True)
+
+
+async def test_the_assistant_pane_in_the_page(harness: Harness, browser: Any) -> None:
+    h = harness
+    h.model.reply(text="I can **deploy**, restart and look up tickets.")
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(f"{h.sandbox.url}/?user=U_REQUESTER")
+    await page.get_by_test_id("status").filter(has_text="live").wait_for()
+    await page.get_by_test_id("assistant-open").click()
+    panel = page.get_by_test_id("thread-panel")
+    prompt = panel.get_by_test_id("assistant-prompt").first
+    await prompt.wait_for(timeout=10_000)  # the agents as suggested prompts
+    assert "ops" in await prompt.inner_text()
+    await prompt.click()
+    await panel.locator(".bk-markdown b", has_text="deploy").wait_for(timeout=10_000)
+    assert await panel.get_by_test_id("assistant-status").count() == 0  # cleared by the reply
+    (ARTIFACTS / "browser").mkdir(exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / "browser" / "7-assistant-pane.png"), full_page=True)

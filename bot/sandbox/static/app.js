@@ -490,8 +490,23 @@ function renderThread() {
   const rootNode = renderMessage(root, channel.id, { inThread: true });
   rootNode.classList.add("thread-root");
   const box = $("thread-messages");
-  box.replaceChildren(rootNode, ...items.map((i) => i.node()));
+  box.replaceChildren(rootNode, ...items.map((i) => i.node()), ...assistantPane(channel));
   box.scrollTop = box.scrollHeight;
+}
+
+// The AI side pane's thread: the app's status while it works, and its suggested prompts.
+function assistantPane(channel) {
+  const pane = channel.is_im && (ui.state.assistant_threads || {})[ui.threadTs];
+  if (!pane) return [];
+  const out = [];
+  if (pane.status) out.push(el("div", { class: "assistant-status", "data-testid": "assistant-status" }, `sayso ${pane.status}`));
+  if ((pane.prompts || []).length) {
+    out.push(el("div", { class: "assistant-prompts", "data-testid": "assistant-prompts" },
+      pane.prompts_title ? el("div", { class: "eph-note" }, pane.prompts_title) : null,
+      pane.prompts.map((p) => el("button", { class: "btn", type: "button", "data-testid": "assistant-prompt",
+        onclick: () => send(p.message, ui.threadTs) }, p.title))));
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -737,6 +752,15 @@ function init() {
     ui.tab = "home";
     render();
     await post("home", {});
+  });
+  $("assistant-open").addEventListener("click", async () => {
+    const answer = await post("assistant", { channel: ui.channel });
+    if (answer && answer.delivery && answer.delivery.ts) {
+      ui.channel = "D" + ui.user.slice(1);
+      ui.tab = "channel";
+      render();
+      openThread(answer.delivery.ts);
+    }
   });
   $("actas").addEventListener("change", (ev) => {
     ui.user = ev.currentTarget.value;

@@ -34,7 +34,7 @@ def suggested_prompts(agents: list[tuple[str, str]]) -> list[dict[str, str]]:
     return [
         {
             "title": L.cut_text(f"{agent_id}: {one_line(description)}", 75),
-            "message": f"{agent_id} ",
+            "message": f"{agent_id} what can you do for me?",
         }
         for agent_id, description in agents[:MAX_PROMPTS]
     ]
