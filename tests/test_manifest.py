@@ -28,3 +28,10 @@ def test_events_match_the_listeners() -> None:
     events = set(MANIFEST["settings"]["event_subscriptions"]["bot_events"])
     assert {"app_mention", "message.channels", "app_home_opened"} <= events
     assert MANIFEST["display_information"]["name"] == "sayso"
+
+
+def test_the_assistant_pane_is_enabled_with_its_scopes_and_events() -> None:
+    assert MANIFEST["features"]["assistant_view"]["assistant_description"]
+    assert {"assistant:write", "im:history"} <= set(MANIFEST["oauth_config"]["scopes"]["bot"])
+    events = set(MANIFEST["settings"]["event_subscriptions"]["bot_events"])
+    assert {"assistant_thread_started", "assistant_thread_context_changed", "message.im"} <= events

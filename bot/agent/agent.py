@@ -55,6 +55,8 @@ class Agent:
         channels: Slack channel ids the agent answers in (default: every channel).
         max_history_chars: the most characters of conversation sent to the model; the oldest
             turns are dropped beyond it (whole turns, with a note telling the model).
+        channel: a Slack channel id for cards that need someone other than the requester when
+            the run is where only the requester sees it (the assistant side pane).
     """
 
     def __init__(
@@ -74,6 +76,7 @@ class Agent:
         allowed_users: Sequence[str] = (),
         channels: Sequence[str] = (),
         max_history_chars: int = DEFAULT_MAX_HISTORY_CHARS,
+        channel: str | None = None,
     ) -> None:
         if not id or any(ch.isspace() for ch in id):
             raise ValueError(f"Agent id {id!r} must be a non-empty word without spaces")
@@ -106,6 +109,7 @@ class Agent:
         self.allowed_users = tuple(allowed_users)
         self.channels = tuple(channels)
         self.max_history_chars = max_history_chars
+        self.channel = channel
 
     # -- configuration -------------------------------------------------------------------
 

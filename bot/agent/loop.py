@@ -21,6 +21,7 @@ from bot.agent.decisions import AgentHumanReviewRequest, HumanReviewContext, Run
 from bot.agent.errors import ModelError
 from bot.agent.history import HISTORY_NOTE, bound_history
 from bot.agent.messages import Message, ModelResponse, ToolCall
+from bot.agent.models.base import TextCallback, respond
 from bot.agent.scrub import Failure
 from bot.agent.state import (
     DEFAULT_REJECT_REASON,
@@ -119,6 +120,9 @@ class Driver:
         self.state = state
         self.call_policy = call_policy
         self.on_event = on_event
+        # An `on_event` callback with an `on_text` attribute also receives the answer's text
+        # as the model writes it (first attempt only: a retry never streams text twice).
+        self.on_text: TextCallback | None = getattr(on_event, "on_text", None)
 
     async def save(self) -> None:
         self.run.updated_at = utcnow()
@@ -132,6 +136,15 @@ class Driver:
             await maybe_await(self.on_event(RunEvent(type=type_, run_id=self.run.id, **kw)))
         except Exception:  # a progress callback must never break the run
             log.exception("event=callback_failed run_id=%s type=%s", self.run.id, type_)
+
+    async def _text(self, delta: str) -> None:
+        if self.on_text is None:
+            return
+        try:
+            await self.on_text(delta)
+        except Exception:  # showing text as it comes must never break the run
+            log.exception("event=text_callback_failed run_id=%s", self.run.id)
+            self.on_text = None
 
     async def drive(self) -> RunResult:
         run = self.run
@@ -170,8 +183,9 @@ class Driver:
         while True:
             try:
                 # an overall deadline for every provider (httpx's timeout is per read)
+                on_text = self._text if self.on_text is not None and attempt == 0 else None
                 return await asyncio.wait_for(
-                    agent.model_client.request(messages, agent.tool_specs, settings),
+                    respond(agent.model_client, messages, agent.tool_specs, settings, on_text),
                     timeout=settings.timeout,
                 )
             except TimeoutError:

@@ -18,7 +18,7 @@ from bot.agent import Agent, AgentHumanReviewRequest, HumanReviewContext, ToolCo
 from bot.agent.messages import Message
 from bot.agent.models.base import ToolSpec
 from bot.agent.models.config import ProviderSettings
-from bot.agent.models.scripted import ScriptReply, call, register_script
+from bot.agent.models.scripted import ScriptedModel, ScriptReply, call, register_script
 
 DEPLOYS: list[dict] = []  # what "ran", so the demo and tests can see side effects
 
@@ -100,7 +100,15 @@ def _deploy_reply(request: str, results: dict[str, str]) -> ScriptReply:
     data = json.loads(results["deploy"])
     ran = data.get("arguments_used") or data
     note = " (a reviewer changed the arguments)" if "arguments_used" in data else ""
-    return f"Deployed {ran['version']} to {ran['environment']}{note}. :rocket:"
+    version, env = ran["version"], ran["environment"]
+    status = json.loads(results.get("get_status") or "{}")
+    health = "healthy" if isinstance(status, dict) and status.get("healthy") else "checked"
+    return (
+        f"### Deployed {version} to {env}{note}. :rocket:\n\n"
+        f"| step | result |\n|---|---|\n| status before | {health} |\n"
+        f"| deploy | `{version}` on **{env}** |\n\n"
+        f"**{env.capitalize()}** now runs `{version}`."
+    )
 
 
 @register_script("ops")
@@ -143,7 +151,9 @@ def _provider_configured() -> bool:
 
 ops = Agent(
     id="ops",
-    model="openai:gpt-4o-mini" if _provider_configured() else "scripted:ops",
+    model="openai:gpt-4o-mini"
+    if _provider_configured()
+    else ScriptedModel("ops", stream_delay=0.03),  # streams word by word, as a model does
     instructions=(
         "You are an operations assistant in Slack. Check status before deploying. "
         "Ask the user when a request is unclear."

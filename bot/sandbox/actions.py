@@ -106,6 +106,35 @@ class PersonActions(ViewFlow, SandboxCore):
                 delivery.ts = message["ts"]
         return first or second
 
+    async def open_assistant(self, user: str, channel: str = GENERAL) -> Delivery:
+        """The person opens sayso in the AI side pane (while viewing `channel`): a new thread
+        in their DM with the app, and `assistant_thread_started`. `Delivery.ts` is the thread."""
+        person = self.person(user)
+        dm = "D" + user[1:]
+        self.ws.ensure_channel(dm)
+        root = self.ws.add_message(
+            dm, {"user": user, "text": "", "subtype": "assistant_app_thread"}
+        )
+        self.ws.assistant_threads[(dm, root["ts"])] = {"user": user, "status": "", "prompts": []}
+        self.changed()
+        event: dict[str, Any] = {
+            "type": "assistant_thread_started",
+            "assistant_thread": {
+                "user_id": user,
+                "context": {"channel_id": channel, "team_id": person.team_id},
+                "channel_id": dm,
+                "thread_ts": root["ts"],
+            },
+            "event_ts": self.ws.clock.next(),
+        }
+        delivery = await self.send_event(event)
+        delivery.ts = root["ts"]
+        return delivery
+
+    def assistant_thread(self, user: str, thread_ts: str) -> dict[str, Any]:
+        """The pane's state of a thread: status, suggested prompts, title."""
+        return copy.deepcopy(self.ws.assistant_threads[("D" + user[1:], thread_ts)])
+
     async def open_home(self, user: str) -> Delivery:
         """The person opens the bot's App Home tab: app_home_opened (tab "home")."""
         self.person(user)

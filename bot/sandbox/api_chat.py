@@ -73,6 +73,7 @@ def update(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
         message["text"] = args["text"]
     if args.get("blocks") is not None:  # omitted blocks are kept, [] removes them
         message["blocks"] = fill_ids(args["blocks"])
+        message.pop("markdown_text", None)  # a streamed message now shows its blocks
     if args.get("attachments") is not None:
         message["attachments"] = args["attachments"]
     if isinstance(args.get("metadata"), dict):

@@ -26,7 +26,11 @@ BLOCK_TYPES = {
     "video",
     "rich_text",
     "markdown",
+    "table",
 }
+MAX_MARKDOWN_TEXT = 12_000  # across every markdown block of one message
+MAX_TABLE_ROWS = 100
+MAX_TABLE_CELLS = 20
 TEXT_TYPES = {"plain_text", "mrkdwn"}
 SELECTS = {"static_select", "multi_static_select"}
 OPTION_LISTS = {"static_select": 100, "multi_static_select": 100, "overflow": 5}
@@ -162,6 +166,27 @@ class _Checker:
             self.fail(f"{path}/text", "is required")
         self.max_len(block.get("text"), 12000, f"{path}/text")
 
+    def block_table(self, block: dict[str, Any], path: str) -> None:
+        rows = block.get("rows")
+        if not isinstance(rows, list) or not rows:
+            self.fail(f"{path}/rows", "is required")
+            return
+        if len(rows) > MAX_TABLE_ROWS:
+            self.fail(f"{path}/rows", f"no more than {MAX_TABLE_ROWS} items allowed")
+        for i, row in enumerate(rows):
+            if not isinstance(row, list) or not row or len(row) > MAX_TABLE_CELLS:
+                self.fail(f"{path}/rows/{i}", f"must be an array of 1..{MAX_TABLE_CELLS} cells")
+                continue
+            for j, cell in enumerate(row):
+                ok = isinstance(cell, dict) and cell.get("type") in ("raw_text", "rich_text")
+                if not ok:
+                    self.fail(f"{path}/rows/{i}/{j}", "must be a raw_text or rich_text cell")
+                elif cell["type"] == "raw_text" and not isinstance(cell.get("text"), str):
+                    self.fail(f"{path}/rows/{i}/{j}/text", "is required")
+        settings = block.get("column_settings")
+        if settings is not None and (not isinstance(settings, list) or len(settings) > 20):
+            self.fail(f"{path}/column_settings", "must be an array of at most 20 items")
+
     def element(self, element: Any, path: str) -> None:
         if not isinstance(element, dict) or not isinstance(element.get("type"), str):
             self.fail(path, "must be an element object with a type")
@@ -233,6 +258,15 @@ def check_message_blocks(blocks: Any) -> list[str]:
     checker = _Checker()
     if blocks is not None:
         checker.blocks(blocks, "/blocks", MAX_MESSAGE_BLOCKS)
+    if isinstance(blocks, list):
+        kinds = [b for b in blocks if isinstance(b, dict)]
+        markdown = sum(len(str(b.get("text", ""))) for b in kinds if b.get("type") == "markdown")
+        if markdown > MAX_MARKDOWN_TEXT:
+            checker.fail(
+                "/blocks", f"markdown blocks must hold at most {MAX_MARKDOWN_TEXT} characters"
+            )
+        if sum(1 for b in kinds if b.get("type") == "table") > 1:
+            checker.fail("/blocks", "only_one_table_allowed")
     return checker.errors
 
 

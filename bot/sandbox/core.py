@@ -93,6 +93,7 @@ class SandboxCore:
         self.bot_url = bot_url
         self.bot_token = bot_token
         self.deliver_bot_messages = deliver_bot_messages
+        self.refuse_streaming = False  # True: chat.startStream fails, as if not allowed
         self.trigger_ttl = trigger_ttl
         self.ws = Workspace(
             default_people() if people is None else people,

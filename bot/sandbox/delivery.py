@@ -59,6 +59,7 @@ class Delivery:
             "duration": round(self.duration, 4),
             "timed_out": self.timed_out,
             "error": self.error,
+            "ts": self.ts,
         }
 
 

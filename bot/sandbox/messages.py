@@ -10,7 +10,7 @@ from typing import Any
 from bot.sandbox.blockkit import MAX_MESSAGE_TEXT, check_message_blocks
 from bot.sandbox.state import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID
 
-JSON_FIELDS = ("blocks", "attachments", "view", "metadata", "users")
+JSON_FIELDS = ("blocks", "attachments", "view", "metadata", "users", "chunks", "prompts")
 
 
 class ApiError(Exception):

@@ -31,7 +31,7 @@ def add_routes(app: web.Application, sb: SlackSandbox) -> None:
     app.router.add_get("/sandbox/state", ui.state)
     app.router.add_get("/sandbox/events", ui.events)
     app.router.add_get("/archives/{channel}/{p}", ui.archive)
-    for name in ("command", "message", "click", "submit", "close", "home"):
+    for name in ("command", "message", "click", "submit", "close", "home", "assistant"):
         app.router.add_post(f"/sandbox/ui/{name}", getattr(ui, f"ui_{name}"))
 
 
@@ -143,6 +143,12 @@ class _Ui:
     async def ui_home(self, request: web.Request) -> web.Response:
         async def act(b: dict[str, Any]) -> Any:
             return await self.sb.open_home(b["user"])
+
+        return await self._run(request, act)
+
+    async def ui_assistant(self, request: web.Request) -> web.Response:
+        async def act(b: dict[str, Any]) -> Any:
+            return await self.sb.open_assistant(b["user"], b.get("channel") or "C_GENERAL")
 
         return await self._run(request, act)
 

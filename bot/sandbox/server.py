@@ -186,5 +186,10 @@ class SlackSandbox(PersonActions):
                 "ephemerals": self.ephemerals(user),
                 "views": views,
                 "home": self.home(user),
+                "assistant_threads": {
+                    ts: pane
+                    for (_, ts), pane in self.ws.assistant_threads.items()
+                    if pane.get("user") == user
+                },
             }
         )

@@ -158,6 +158,8 @@ class Workspace:
         self.stacks: dict[str, list[str]] = {}  # user -> modal view ids, bottom first
         self.homes: dict[str, str] = {}  # user -> home view id
         self.members: dict[str, list[str]] = {}  # channel -> its members, when set explicitly
+        # assistant pane threads: (dm channel, thread_ts) -> status, prompts, title
+        self.assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}
         self.clock = TsClock()
         self.ensure_channel(GENERAL, "general")
 
@@ -206,6 +208,9 @@ class Workspace:
             if root is None:
                 raise LookupError("thread_not_found")
             message["thread_ts"] = root["ts"]
+            pane = self.assistant_threads.get((channel, root["ts"]))
+            if pane is not None and message.get("bot_id"):
+                pane["status"] = ""  # as in Slack: the app's reply clears its status
             root["thread_ts"] = root["ts"]
             root["reply_count"] = root.get("reply_count", 0) + 1
             users = root.setdefault("reply_users", [])

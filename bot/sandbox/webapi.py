@@ -13,14 +13,20 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox import api_chat, api_directory, api_views
+from bot.sandbox import api_assistant, api_chat, api_directory, api_stream, api_views
 from bot.sandbox.api_chat import Handler
 from bot.sandbox.core import ApiCall, SandboxCore
 from bot.sandbox.messages import ApiError, decode_json_fields
 
 log = logging.getLogger("sayso.sandbox")
 
-METHODS: dict[str, Handler] = {**api_chat.METHODS, **api_views.METHODS, **api_directory.METHODS}
+METHODS: dict[str, Handler] = {
+    **api_chat.METHODS,
+    **api_stream.METHODS,
+    **api_assistant.METHODS,
+    **api_views.METHODS,
+    **api_directory.METHODS,
+}
 
 
 async def read_args(request: web.Request) -> tuple[dict[str, Any], str | None]:

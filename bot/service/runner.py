@@ -16,6 +16,7 @@ from bot.service.continuation import decisions_from, render_output
 from bot.service.limits import DEFAULT_RATE_LIMIT, RateLimit
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
+from bot.service.streaming import RunCallbacks, TextSink
 from store import Lease, LeaseLostError, RequestPolicy, StartLimit, Store
 
 log = logging.getLogger("sayso.service")
@@ -179,7 +180,7 @@ class Runner:
                 conversation, context=context, state=accessor, run_id=run_id, on_event=on_event
             )
 
-        self.spawn(self._drive(lease, agent, begin), name=f"run:{run_id}")
+        self.spawn(self._drive(lease, agent, begin, stream=True), name=f"run:{run_id}")
         return run_id
 
     async def continue_run(self, run_id: str, *, retry: bool = False) -> bool:
@@ -249,6 +250,9 @@ class Runner:
             async def fn(acc: Any, ev: Any) -> RunResult:
                 return await agent.continue_run(run=result, state=acc, on_event=ev, **kwargs)
 
+            await self._drive(lease, agent, fn, slot_held=slot_held, stream=True)
+            return
+
         elif status == "running":
 
             async def fn(acc: Any, ev: Any) -> RunResult:
@@ -281,12 +285,13 @@ class Runner:
         fn: Callable[[Any, Any], Awaitable[RunResult]],
         *,
         slot_held: bool = False,
+        stream: bool = False,
     ) -> None:
+        """Drive a run; `stream`: its text streams to the thread (never on a retry or a
+        recovery, which could show text a second time)."""
+        on_event = RunCallbacks(self._progress, await self._text_sink(lease.run_id, stream))
         accessor = self.store.accessor(lease, self.request_policy(agent))
         renewer = asyncio.create_task(self._renew(lease))
-
-        async def on_event(event: RunEvent) -> None:
-            await self._progress(event)
 
         try:
             if slot_held:
@@ -315,6 +320,17 @@ class Runner:
             renewer.cancel()
         await self.present(result)
 
+    async def _text_sink(self, run_id: str, stream: bool) -> TextSink | None:
+        """Where the run's text streams (None: shown only when the answer is complete)."""
+        if not stream:
+            return None
+        try:
+            run = await self.store.get_run(run_id)
+            return self.presenter.text_sink(run) if run is not None else None
+        except Exception:
+            log.exception("event=text_sink_failed run_id=%s", run_id)
+            return None
+
     async def _mark_failed(self, accessor: Any, lease: Lease, error: str) -> None:
         """Save the run as failed (so sweeps stop retrying it); `retry` continues it later."""
         try:
@@ -330,17 +346,17 @@ class Runner:
         await self.store.release(lease)
 
     async def _progress(self, event: RunEvent) -> None:
-        if event.type not in ("tool_started", "tool_finished"):
+        if event.type not in ("tool_started", "tool_finished", "paused", "completed", "failed"):
             return
         run = await self.store.get_run(event.run_id)
         if run is None:
             return
-        if event.type == "tool_started":
-            await self.presenter.post_progress(run, f":gear: Running `{event.tool}`…")
-        elif event.detail:
-            await self.presenter.post_progress(
-                run, f":warning: `{event.tool}` failed: {event.detail}"
-            )
+        await self.presenter.show_activity(run)
+        if event.type == "tool_finished" and event.detail:
+            # A failed tool stays a message of its own (people act on it): the tool, the
+            # exception type and the error id of the log line, secrets scrubbed.
+            text = f":warning: `{event.tool}` failed: {event.detail}"
+            await self.presenter.post_progress(run, text)
 
     async def safely(self, aw: Awaitable[Any]) -> None:
         try:
@@ -357,7 +373,9 @@ class Runner:
         if status == "waiting_for_human" and result.run.pause is not None:
             await self.post_cards(run.id)
         elif status == "completed":
-            await self.safely(self.presenter.post_answer(run, render_output(result.output)))
+            last = result.run.messages[-1] if result.run.messages else None
+            cut = bool(last and last.truncated)
+            await self.safely(self.presenter.post_answer(run, render_output(result.output), cut))
         elif status == "failed":
             await self.safely(self.presenter.post_failure(run, result.run.error or "unknown error"))
         if not result.run.context.get("follow_up"):
@@ -383,10 +401,11 @@ class Runner:
         for request in await self.store.current_requests(run_id):
             if request.message_ts is not None or request.status != "pending":
                 continue
+            channel = self.presenter.card_channel(run, request)
             try:
                 ts = await self.presenter.post_card(run, request)
             except Exception:
                 log.exception("event=card_post_failed run_id=%s request_id=%s", run_id, request.id)
                 continue
-            if ts and run.channel_id:
-                await self.store.set_request_message(request.id, run.channel_id, ts)
+            if ts and channel:
+                await self.store.set_request_message(request.id, channel, ts)

@@ -79,6 +79,8 @@ class BlockId(StrEnum):
     RUN_ACTIONS = "run_actions"
     RUN_CONTROLS = "run_controls"
     PROGRESS = "progress"
+    RUN_ACTIVITY = "run_activity"  # the run's live status (its checklist of tool calls)
+    CARD_ELSEWHERE_PREFIX = "card_elsewhere"  # side pane: the card is in the agent's channel
     ANSWER_PREFIX = "answer"
     ANSWER_FOOTER = "answer_footer"
     HELP_HEADER = "help_header"

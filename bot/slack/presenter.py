@@ -11,7 +11,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks import cards, messages
+from bot.slack.live_status import LiveStatus
 from bot.slack.render import card_info, run_info
+from bot.slack.streaming import AnswerStream
 from store import ApprovalRequestRecord, RunRecord
 
 log = logging.getLogger("sayso.slack")
@@ -27,6 +29,8 @@ class SlackPresenter:
         self.client = client
         self.agents = agents
         self.home_refresher = home_refresher
+        self.live = LiveStatus(client)
+        self._streams: dict[str, AnswerStream] = {}
 
     async def _post(self, run: RunRecord, message: dict[str, Any]) -> str | None:
         if not run.channel_id:
@@ -50,8 +54,34 @@ class SlackPresenter:
             message = messages.root_message(run_info(run))
             await self.client.chat_update(channel=run.channel_id, ts=run.thread_ts, **message)
 
+    def card_channel(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None:
+        """The run's thread, or the agent's channel when the run is in the requester's side
+        pane (a DM) and the card needs someone else, who could not see it there."""
+        agent = self.agents.get(run.agent_id)
+        in_pane = bool(run.channel_id and run.channel_id.startswith("D"))
+        if not (in_pane and agent is not None and agent.channel):
+            return run.channel_id
+        tool = self.agents.tool(run.agent_id, request.tool_name)
+        approvers = [a for a in request.approvers if a != "*"]
+        others = bool(approvers) and run.requester not in approvers
+        return (
+            agent.channel if others or (tool and not tool.allow_self_approval) else run.channel_id
+        )
+
     async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None:
-        return await self._post(run, cards.request_card(card_info(request, run, self.agents)))
+        card = card_info(request, run, self.agents)
+        channel = self.card_channel(run, request)
+        if channel == run.channel_id or channel is None:
+            return await self._post(run, cards.request_card(card))
+        resp = await self.client.chat_postMessage(channel=channel, **cards.request_card(card))
+        ts = str(resp["ts"])
+        try:
+            link = await self.client.chat_getPermalink(channel=channel, message_ts=ts)
+            permalink: str | None = str(link["permalink"])
+        except SlackApiError:
+            permalink = None
+        await self._post(run, messages.card_elsewhere(card, channel, permalink))
+        return ts
 
     async def update_card(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         if not (request.channel_id and request.message_ts):
@@ -62,10 +92,35 @@ class SlackPresenter:
     async def post_progress(self, run: RunRecord, text: str) -> None:
         await self._post(run, messages.progress(text))
 
-    async def post_answer(self, run: RunRecord, text: str) -> None:
-        await self._post(run, messages.final_answer(text, run_info(run)))
+    async def show_activity(self, run: RunRecord) -> None:
+        """The run's live status (one message, updated in place, rate-limited)."""
+        if run.status in ("waiting_for_human", "cancelled"):
+            self._streams.pop(run.id, None)  # its text so far stays as it is
+        self.live.show(run)
+
+    def text_sink(self, run: RunRecord) -> AnswerStream | None:
+        """Stream the run's text into its thread (a person asked: Slack streams to them)."""
+        if not (run.channel_id and run.thread_ts and run.requester and run.team_id):
+            return None
+        self._streams[run.id] = AnswerStream(self.client, run)
+        return self._streams[run.id]
+
+    async def post_answer(self, run: RunRecord, text: str, truncated: bool = False) -> None:
+        posted = messages.final_answer(text, run_info(run), truncated=truncated)
+        stream = self._streams.pop(run.id, None)
+        if stream is not None and stream.final_ts and run.channel_id:
+            try:  # the streamed answer becomes the formatted one: shown once
+                await self.client.chat_update(
+                    channel=run.channel_id, ts=stream.final_ts, **posted[0]
+                )
+                posted = posted[1:]
+            except SlackApiError as exc:
+                log.warning("event=stream_replace_failed run_id=%s error=%s", run.id, exc)
+        for message in posted:
+            await self._post(run, message)
 
     async def post_failure(self, run: RunRecord, error: str) -> None:
+        self._streams.pop(run.id, None)
         await self._post(run, messages.run_failed(run_info(run, error), error))
 
     async def post_cancelled(self, run: RunRecord, by: str) -> None:

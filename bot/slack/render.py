@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypeVar, get_args
 
+from bot.agent import RunResult
 from bot.agent.tools import Tool
 from bot.agent.vocabulary import (
     ALL_APPROVAL_DECISIONS,
@@ -13,6 +15,7 @@ from bot.agent.vocabulary import (
 )
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo
+from bot.slack.blocks.status import Step, activity
 from store import ApprovalRequestRecord, RunRecord
 
 _Word = TypeVar("_Word", bound=str)
@@ -20,6 +23,7 @@ _Word = TypeVar("_Word", bound=str)
 _REQUEST_KINDS: tuple[RequestKind, ...] = get_args(RequestKind)
 _REQUEST_STATUSES: tuple[RequestStatus, ...] = get_args(RequestStatus)
 _RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+_LIVE = ("running", "waiting_for_human")
 
 
 def one_of(value: str, words: tuple[_Word, ...]) -> _Word:
@@ -41,7 +45,41 @@ def run_info(run: RunRecord, error: str | None = None) -> RunInfo:
         thread_ts=run.thread_ts,
         created_at=run.created_at,
         error=error,
+        activity=activity(run_steps(run.result)) if run.status in _LIVE else None,
     )
+
+
+def _failed(content: str | None) -> bool:
+    try:
+        body = json.loads(content or "")
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "error" in body
+
+
+def run_steps(result: RunResult | None) -> list[Step]:
+    """Every tool call of a run so far, in order, with where it stands."""
+    if result is None:
+        return []
+    run = result.run
+    current = {tc.call.id for tc in run.turn.calls} if run.turn else set()
+    results = {m.tool_call_id: m.content for m in run.messages if m.role == "tool"}
+    steps: list[Step] = []
+    for message in run.messages:
+        for call in message.tool_calls:
+            if call.id in current:
+                continue
+            steps.append(Step(call.name, "failed" if _failed(results.get(call.id)) else "done"))
+    for tc in run.turn.calls if run.turn else []:
+        if tc.state == "finished":
+            steps.append(Step(tc.call.name, "failed" if tc.error else "done"))
+        elif tc.state == "started":
+            steps.append(Step(tc.call.name, "running"))
+        elif tc.state == "pending":
+            steps.append(Step(tc.call.name, "approval" if tc.kind == "auto" else tc.kind))
+        else:
+            steps.append(Step(tc.call.name, "queued"))
+    return steps
 
 
 def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegistry) -> CardInfo:

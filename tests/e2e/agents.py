@@ -95,5 +95,6 @@ def make_agents(base_url: str, effects: SideEffects) -> list[Agent]:
         tools=[get_status, deploy, restart, ask_user, ticket_lookup, set_secret],
         human_review=review,
         model_settings=settings,
+        channel="C_OPS",  # cards for others, when a run is in someone's side pane
     )
     return [ops]

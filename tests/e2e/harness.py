@@ -34,6 +34,7 @@ class Harness:
         self.bot: Bot | None = None
         self._runner: web.AppRunner | None = None
         self.settings_overrides: dict[str, Any] = {}
+        self.extra_agents: list[Agent] = []  # beside make_agents' (e.g. on another provider)
 
     @property
     def url(self) -> str:
@@ -52,9 +53,9 @@ class Harness:
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
     async def start_bot(self, agents: list[Agent] | None = None) -> Bot:
-        """Start the bot with the e2e agents (or `agents`)."""
+        """Start the bot with the e2e agents (or `agents`) and any extra agents."""
         agents = agents or make_agents(self.model.base_url, self.effects)
-        registry = AgentRegistry(agents)
+        registry = AgentRegistry([*agents, *self.extra_agents])
         self.bot = build_bot(self.settings(), registry)
         await self.bot.start()
         self._runner = web.AppRunner(self.bot.web_app(), access_log=None)
@@ -91,7 +92,8 @@ class Harness:
         return [m for m in self.thread(channel) if has_button(m) and m["ts"] != root]
 
     def thread_text(self, channel: str = "C_GENERAL") -> str:
-        return "\n".join(message_text(m) for m in self.thread(channel))
+        """The thread's text, without streamed text not (yet) replaced by a final message."""
+        return "\n".join(message_text(m) for m in self.thread(channel) if "markdown_text" not in m)
 
 
 def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -110,6 +112,10 @@ def has_button(message: dict[str, Any], action_id: str | None = None) -> bool:
 def message_text(message: dict[str, Any]) -> str:
     parts = [message.get("text") or ""]
     for block in message.get("blocks", []):
+        if isinstance(block.get("text"), str):  # markdown blocks
+            parts.append(block["text"])
+        for row in block.get("rows", []) or []:  # table blocks
+            parts.append(" | ".join(cell.get("text", "") for cell in row))
         for key in ("text",):
             t = block.get(key)
             if isinstance(t, dict):

@@ -109,6 +109,10 @@ def request_id(card: dict[str, Any]) -> str:
 def message_text(message: dict[str, Any]) -> str:
     parts = [message.get("text") or ""]
     for block in message.get("blocks", []):
+        if isinstance(block.get("text"), str):  # markdown blocks
+            parts.append(block["text"])
+        for row in block.get("rows", []) or []:  # table blocks
+            parts.append(" | ".join(cell.get("text", "") for cell in row))
         if isinstance(block.get("text"), dict):
             parts.append(block["text"].get("text", ""))
         for el in block.get("elements", []) or []:
@@ -130,7 +134,8 @@ def cards(sandbox: SlackSandbox, channel: str = "C_GENERAL") -> list[dict[str, A
 
 
 def thread_text(sandbox: SlackSandbox, channel: str = "C_GENERAL") -> str:
-    return "\n".join(message_text(m) for m in thread(sandbox, channel))
+    final = [m for m in thread(sandbox, channel) if "markdown_text" not in m]  # not streaming
+    return "\n".join(message_text(m) for m in final)
 
 
 def ephemeral_texts(sandbox: SlackSandbox, user: str) -> list[str]:

@@ -69,7 +69,7 @@ def text_of(blocks: list[dict]) -> str:
     out = []
     for b in blocks:
         if "text" in b:
-            out.append(b["text"]["text"])
+            out.append(b["text"] if isinstance(b["text"], str) else b["text"]["text"])
         for e in b.get("elements", []):
             if "text" in e and isinstance(e["text"], str):
                 out.append(e["text"])

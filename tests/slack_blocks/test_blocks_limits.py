@@ -103,7 +103,8 @@ def test_messages_never_break_limits(body: str, error: str, agent: str, status: 
     for m in (
         messages.root_message(r),
         messages.progress(body),
-        messages.final_answer(body * 20, r),
+        *messages.final_answer(body * 20, r),
+        *messages.final_answer(body * 20, r, truncated=True),
         messages.run_failed(r, error * 5),
         messages.ephemeral(body),
         messages.help_message(

@@ -54,23 +54,6 @@ def test_progress_and_ephemeral() -> None:
     assert e["text"].startswith("Unknown agent")
 
 
-def test_final_answer_splits_into_sections() -> None:
-    text = "\n".join(f"line {i} " + "w" * 80 for i in range(200))
-    m = messages.final_answer(text, run())
-    validate_message(m)
-    sections = [b for b in m["blocks"] if b["block_id"].startswith("answer:")]
-    assert len(sections) > 1
-    joined = "".join(b["text"]["text"] for b in sections)
-    assert joined == text  # split at newlines, nothing lost
-
-
-def test_final_answer_too_long_is_cut_with_a_note() -> None:
-    m = messages.final_answer("<" * 500_000, run())
-    validate_message(m)
-    assert len(m["blocks"]) == 50
-    assert "(cut:" in m["blocks"][-2]["text"]["text"]
-
-
 def test_run_failed_has_retry_with_run_id() -> None:
     m = messages.run_failed(run(), "Model timed out after 60 s")
     validate_message(m)

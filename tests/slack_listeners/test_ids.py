@@ -60,6 +60,8 @@ BLOCK_IDS = {
     "RUN_ACTIONS": "run_actions",
     "RUN_CONTROLS": "run_controls",
     "PROGRESS": "progress",
+    "RUN_ACTIVITY": "run_activity",
+    "CARD_ELSEWHERE_PREFIX": "card_elsewhere",
     "ANSWER_PREFIX": "answer",
     "ANSWER_FOOTER": "answer_footer",
     "HELP_HEADER": "help_header",

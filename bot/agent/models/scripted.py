@@ -6,6 +6,7 @@ message. Register one with `@register_script("name")` and use it as `model="scri
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -74,7 +75,10 @@ def _echo(messages: list[Message], tools: list[ToolSpec]) -> str:
 class ScriptedModel:
     """Replies from a registered script name, a function, or a fixed list of replies."""
 
-    def __init__(self, script: str | ScriptFn | Sequence[ScriptReply]) -> None:
+    def __init__(
+        self, script: str | ScriptFn | Sequence[ScriptReply], *, stream_delay: float = 0.0
+    ) -> None:
+        self.stream_delay = stream_delay  # seconds between streamed words (a demo reads live)
         if isinstance(script, str):
             if script not in _SCRIPTS:
                 known = ", ".join(sorted(_SCRIPTS)) or "none"
@@ -123,5 +127,7 @@ class ScriptedModel:
         """The scripted reply's text word by word, then the reply itself (as `request`)."""
         response = await self.request(messages, tools, settings)
         for word in re.findall(r"\S+\s*|\s+", response.message.content or ""):
+            if self.stream_delay:
+                await asyncio.sleep(self.stream_delay)
             yield TextDelta(word)
         yield FinalResponse(response)

@@ -143,6 +143,72 @@ function mrkdwn(text) {
   return s.replace(/\u0000(\d+)\u0000/g, (_, i) => held[Number(i)]);
 }
 
+// Standard Markdown (markdown blocks, streamed text) -> HTML: # headings, **bold**, *italic*,
+// ~~strike~~, `code`, ``` fences, [text](url), lists, > quotes and | tables.
+function markdownInline(s) {
+  const held = [];
+  const hold = (html) => `\u0000${held.push(html) - 1}\u0000`;
+  s = s.replace(/`([^`\n]+)`/g, (_, c) => hold(`<code>${esc(c)}</code>`));
+  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_, t, u) => {
+    const safe = /^(https?:|mailto:)/i.test(u) ? u : "#";
+    return hold(`<a href="${esc(safe)}" target="_blank" rel="noopener">${esc(t)}</a>`);
+  });
+  s = s.replace(/<([^<>\n]+)>/g, (_, inner) => hold(entity(inner)));
+  s = esc(s);
+  s = s.replace(/\*\*([^*\n]+)\*\*/g, "<b>$1</b>").replace(/__([^_\n]+)__/g, "<b>$1</b>");
+  s = s.replace(/(^|[^*\w])\*([^*\n]+)\*(?!\w)/g, "$1<i>$2</i>");
+  s = s.replace(/~~([^~\n]+)~~/g, "<s>$1</s>");
+  return emoji(s).replace(/\u0000(\d+)\u0000/g, (_, i) => held[Number(i)]);
+}
+
+function markdownTable(lines) {
+  const cells = (line) => line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+  const head = cells(lines[0]).map((c) => `<th>${markdownInline(c)}</th>`).join("");
+  const body = lines.slice(2).map((l) => `<tr>${cells(l).map((c) => `<td>${markdownInline(c)}</td>`).join("")}</tr>`).join("");
+  return `<table class="md-table"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
+function markdown(text) {
+  const lines = String(text ?? "").split("\n");
+  const out = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = line.match(/^\s{0,3}(`{3,}|~{3,})/);
+    if (fence) {
+      const code = [];
+      for (i++; i < lines.length && !lines[i].trim().startsWith(fence[1]); i++) code.push(lines[i]);
+      out.push(`<pre class="code-block">${esc(code.join("\n"))}</pre>`);
+      continue;
+    }
+    if (/^\s*\|/.test(line) && /^\s*\|?\s*:?-+/.test(lines[i + 1] || "")) {
+      const rows = [line, lines[i + 1]];
+      for (i += 2; i < lines.length && /^\s*\|/.test(lines[i]); i++) rows.push(lines[i]);
+      i--;
+      out.push(markdownTable(rows));
+      continue;
+    }
+    const h = line.match(/^\s{0,3}(#{1,6})\s+(.*)$/);
+    if (h) { out.push(`<div class="md-h md-h${h[1].length}">${markdownInline(h[2])}</div>`); continue; }
+    const li = line.match(/^\s*(?:[-*+]|\d+\.)\s+(.*)$/);
+    if (li) { out.push(`<div class="md-li">• ${markdownInline(li[1])}</div>`); continue; }
+    const q = line.match(/^\s*>\s?(.*)$/);
+    if (q) { out.push(`<blockquote>${markdownInline(q[1])}</blockquote>`); continue; }
+    out.push(line.trim() ? `<div>${markdownInline(line)}</div>` : `<div class="md-gap"></div>`);
+  }
+  return out.join("");
+}
+
+function tableBlock(block) {
+  const cellText = (c) => (c.type === "raw_text" ? c.text : richText(c.elements || []));
+  const aligns = (block.column_settings || []).map((c) => (c && c.align) || "left");
+  const rows = (block.rows || []).map((row, r) => `<tr>${row.map((c, j) => {
+    const tag = r === 0 ? "th" : "td";
+    const html = c.type === "raw_text" ? esc(c.text) : cellText(c);
+    return `<${tag} style="text-align:${aligns[j] || "left"}">${html}</${tag}>`;
+  }).join("")}</tr>`).join("");
+  return `<table class="md-table" data-testid="table-block">${rows}</table>`;
+}
+
 function textHtml(obj) {
   if (!obj) return "";
   if (typeof obj === "string") return mrkdwn(obj);
@@ -191,7 +257,9 @@ function renderBlock(block, ctx) {
     case "rich_text":
       return wrap("msg-text", el("div", { html: richText(block.elements) }));
     case "markdown":
-      return wrap("msg-text", el("div", { html: mrkdwn(block.text) }));
+      return wrap("msg-text bk-markdown", el("div", { html: markdown(block.text) }));
+    case "table":
+      return wrap("bk-table", el("div", { html: tableBlock(block) }));
     case "input":
       return renderInput(block, ctx, {});
     default:
@@ -355,7 +423,10 @@ function renderMessage(msg, channel, { ephemeral = false, inThread = false } = {
       el("span", { class: "time" }, timeOf(msg.ts)),
       msg.edited ? el("span", { class: "edited" }, "(edited)") : null),
     ephemeral ? el("div", { class: "eph-note" }, "Only visible to you") : null,
-    msg.blocks && msg.blocks.length && !(hasRichOnly && msg.text)
+    msg.markdown_text !== undefined
+      ? el("div", { class: `msg-text bk-markdown ${msg.streaming ? "streaming" : ""}`,
+        "data-testid": "streamed-text", html: markdown(msg.markdown_text) })
+      : msg.blocks && msg.blocks.length && !(hasRichOnly && msg.text)
       ? el("div", { class: "blocks" }, renderBlocks(msg.blocks, ctx))
       : el("div", { class: "msg-text", "data-testid": "message-text", html: mrkdwn(msg.text) }),
     msg.reactions ? el("div", { class: "reactions" },
@@ -419,8 +490,23 @@ function renderThread() {
   const rootNode = renderMessage(root, channel.id, { inThread: true });
   rootNode.classList.add("thread-root");
   const box = $("thread-messages");
-  box.replaceChildren(rootNode, ...items.map((i) => i.node()));
+  box.replaceChildren(rootNode, ...items.map((i) => i.node()), ...assistantPane(channel));
   box.scrollTop = box.scrollHeight;
+}
+
+// The AI side pane's thread: the app's status while it works, and its suggested prompts.
+function assistantPane(channel) {
+  const pane = channel.is_im && (ui.state.assistant_threads || {})[ui.threadTs];
+  if (!pane) return [];
+  const out = [];
+  if (pane.status) out.push(el("div", { class: "assistant-status", "data-testid": "assistant-status" }, `sayso ${pane.status}`));
+  if ((pane.prompts || []).length) {
+    out.push(el("div", { class: "assistant-prompts", "data-testid": "assistant-prompts" },
+      pane.prompts_title ? el("div", { class: "eph-note" }, pane.prompts_title) : null,
+      pane.prompts.map((p) => el("button", { class: "btn", type: "button", "data-testid": "assistant-prompt",
+        onclick: () => send(p.message, ui.threadTs) }, p.title))));
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -666,6 +752,15 @@ function init() {
     ui.tab = "home";
     render();
     await post("home", {});
+  });
+  $("assistant-open").addEventListener("click", async () => {
+    const answer = await post("assistant", { channel: ui.channel });
+    if (answer && answer.delivery && answer.delivery.ts) {
+      ui.channel = "D" + ui.user.slice(1);
+      ui.tab = "channel";
+      render();
+      openThread(answer.delivery.ts);
+    }
   });
   $("actas").addEventListener("change", (ev) => {
     ui.user = ev.currentTarget.value;

@@ -17,6 +17,7 @@ from bot.slack.blocks.fmt import (
     utc,
     who_may_decide,
 )
+from bot.slack.blocks.markdown import markdown_block
 from bot.slack.ids import DECISION_BUTTON, ActionId, BlockId
 
 PENDING_TITLE: dict[RequestKind, tuple[str, str]] = {
@@ -213,6 +214,14 @@ def _fallback(card: CardInfo) -> str:
     return L.cut_text(L.escape(one_line(text)), L.MESSAGE_TEXT)
 
 
+def _question(card: CardInfo) -> str | None:
+    """A hitl call's only argument when it is text (the question), else None."""
+    if card.kind != "hitl" or len(card.arguments) != 1:
+        return None
+    (value,) = card.arguments.values()
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
 def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, Any]:
     """The card of one approval request, in any status."""
     if card.kind == "review":
@@ -220,8 +229,17 @@ def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, An
     blocks = [_header(card)]
     if card.interrupted and card.status == "pending":
         blocks.append(L.section(INTERRUPTED, BlockId.CARD_INTERRUPTED))
-    args, cut = L.code_block(pretty_json(card.arguments), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
-    blocks.append(L.section(args, BlockId.CARD_ARGS))
+    question = _question(card)
+    if question is not None:  # a question the model wrote: Markdown
+        cut = len(question) > L.MARKDOWN_TEXT - 200
+        blocks.append(
+            markdown_block(
+                question, BlockId.CARD_ARGS, requester=card.requester, limit=L.MARKDOWN_TEXT - 200
+            )
+        )
+    else:
+        args, cut = L.code_block(pretty_json(card.arguments), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
+        blocks.append(L.section(args, BlockId.CARD_ARGS))
     if card.defaults:
         blocks.append(L.section(defaults_text(card.defaults), BlockId.CARD_DEFAULTS))
     blocks.append(_meta(card, now))
@@ -255,7 +273,13 @@ def review_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, Any
     if reason:
         blocks.append(L.section("*Why:* " + L.escape(str(reason)), BlockId.CARD_REASON_FOR_REVIEW))
     cut = False
-    if payload is not None and payload != "":
+    if isinstance(payload, str) and payload.strip():  # a draft the model wrote: Markdown
+        limit = L.MARKDOWN_TEXT - 200
+        cut = len(payload.strip()) > limit
+        blocks.append(
+            markdown_block(payload, BlockId.CARD_ARGS, requester=card.requester, limit=limit)
+        )
+    elif payload is not None and payload != "":
         text, cut = payload_text(payload)
         blocks.append(L.section(text, BlockId.CARD_ARGS))
     blocks.append(_meta(card, now))

@@ -62,6 +62,7 @@ class RunInfo:
     created_at: datetime | None = None
     error: str | None = None
     permalink: str | None = None  # added: link to the thread (chat.getPermalink), if known
+    activity: str | None = None  # the step under way or waiting (from the live status)
 
 
 @dataclass(frozen=True)

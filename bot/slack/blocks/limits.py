@@ -40,6 +40,13 @@ OPTION_VALUE = 150
 CONFIRM_TITLE = 100
 CONFIRM_TEXT = 300
 CONFIRM_BUTTON = 30
+# markdown blocks (LLM output, standard Markdown): 12,000 characters, counted across every
+# markdown block of one message; table blocks: one per message, 100 rows of 20 cells.
+MARKDOWN_TEXT = 12_000
+MESSAGE_TABLES = 1
+TABLE_ROWS = 100
+TABLE_COLUMNS = 20
+TABLE_CELL = 2000  # our own bound on a raw_text cell (long cells are better as a code block)
 
 ELLIPSIS = "…"
 CUT_NOTE = "… (cut: {n:,} more characters)"
@@ -353,6 +360,31 @@ def _input(b: Mapping[str, Any], where: str, surface: str) -> None:
     _element(b["element"], f"{where}.element")
 
 
+def _markdown(b: Mapping[str, Any], where: str, surface: str) -> None:
+    if surface != "message":
+        _err(where, "markdown blocks only belong in messages")
+    _len(b.get("text"), MARKDOWN_TEXT, f"{where}.text")
+    if not b["text"].strip():
+        _err(where, "empty text")
+
+
+def _table(b: Mapping[str, Any], where: str, surface: str) -> None:
+    if surface != "message":
+        _err(where, "table blocks only belong in messages")
+    rows = b.get("rows")
+    if not isinstance(rows, list) or not 1 <= len(rows) <= TABLE_ROWS:
+        raise ValueError(f"{where}: must have 1..{TABLE_ROWS} rows")
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or not 1 <= len(row) <= TABLE_COLUMNS:
+            _err(f"{where}.rows[{i}]", f"must have 1..{TABLE_COLUMNS} cells")
+        for j, cell in enumerate(row):
+            if not isinstance(cell, Mapping) or cell.get("type") != "raw_text":
+                _err(f"{where}.rows[{i}][{j}]", "must be a raw_text cell")
+            _len(cell.get("text"), TABLE_CELL, f"{where}.rows[{i}][{j}].text")
+    if len(b.get("column_settings", [])) > TABLE_COLUMNS:
+        _err(where, "too many column_settings")
+
+
 _BLOCKS: dict[str, Callable[[Mapping[str, Any], str, str], None]] = {
     "section": _section,
     "header": _header,
@@ -360,6 +392,8 @@ _BLOCKS: dict[str, Callable[[Mapping[str, Any], str, str], None]] = {
     "actions": _actions,
     "divider": _divider,
     "input": _input,
+    "markdown": _markdown,
+    "table": _table,
 }
 
 
@@ -382,6 +416,11 @@ def _blocks(blocks: list[Mapping[str, Any]], limit: int, surface: str) -> None:
         _err(surface, "duplicate block_id")
     for i, b in enumerate(blocks):
         _block(b, f"{surface}.blocks[{i}]", surface)
+    markdown = sum(len(b["text"]) for b in blocks if b.get("type") == "markdown")
+    if markdown > MARKDOWN_TEXT:
+        _err(surface, f"markdown blocks hold {markdown} > {MARKDOWN_TEXT} characters")
+    if sum(1 for b in blocks if b.get("type") == "table") > MESSAGE_TABLES:
+        _err(surface, "more than one table block")
 
 
 def validate_message(message: Mapping[str, Any] | list[Mapping[str, Any]]) -> None:

@@ -16,6 +16,7 @@ from bot.slack.blocks.fmt import (
     one_line,
     slack_date,
 )
+from bot.slack.blocks.markdown import markdown_messages
 from bot.slack.ids import ActionId, BlockId
 
 USAGE = "`/sayso <agent> <request>` — for example `/sayso ops deploy v2 to staging`"
@@ -38,6 +39,8 @@ def root_message(run: RunInfo) -> dict[str, Any]:
     head = f"{who} asked *{L.escape(run.agent_id)}*:\n"
     text = head + L.cut_text("> " + request.replace("\n", "\n> "), L.SECTION_TEXT - len(head))
     status = [f"Status: {run_status_text(run.status)}"]
+    if run.activity:
+        status.append(L.cut_text(run.activity, 500))
     if run.status == "failed" and run.error:
         status.append(L.escape(L.cut_text(one_line(run.error), 500)))
     if run.created_at:
@@ -74,31 +77,22 @@ def progress(text: str) -> dict[str, Any]:
     return _msg(body, [L.context([L.cut_text(body, L.CONTEXT_TEXT)], BlockId.PROGRESS)])
 
 
-def _sections(text: str, prefix: str, limit: int) -> list[dict[str, Any]]:
-    """Escaped text as up to `limit` sections of ≤ 3000 characters, the last noting any cut."""
-    chunks = L.split_text(text, L.SECTION_TEXT)
-    blocks = []
-    for i, chunk in enumerate(chunks[:limit]):
-        body = L.escape(chunk)
-        if i == limit - 1 and len(chunks) > limit:
-            rest = sum(len(c) for c in chunks[limit:])
-            note = f"\n… (cut: {rest:,} more characters)"
-            body = L.escape(chunk[: L.escaped_prefix(chunk, L.SECTION_TEXT - len(note))]) + note
-        blocks.append(L.section(L.nonempty(body), L.block_id(prefix, str(i))))
-    return blocks
+def final_answer(text: str, run: RunInfo, *, truncated: bool = False) -> list[dict[str, Any]]:
+    """The agent's final answer as Markdown: one message, or several for a long answer.
 
-
-def final_answer(text: str, run: RunInfo) -> dict[str, Any]:
-    """The agent's final answer, split across sections (≤ 50 blocks, cut with a note)."""
+    The last message ends with a footer (who it is for, which agent; a cut-off answer says so).
+    """
     text = text.strip() or "(The agent finished without an answer.)"
-    blocks = _sections(text, BlockId.ANSWER_PREFIX, L.MESSAGE_BLOCKS - 1)
+    posted = markdown_messages(text, BlockId.ANSWER_PREFIX, requester=run.requester)
     who = f"for {mention(run.requester)} " if run.requester else ""
-    blocks.append(
-        L.context(
-            [f":white_check_mark: Done {who}by *{L.escape(run.agent_id)}*"], BlockId.ANSWER_FOOTER
-        )
-    )
-    return _msg(L.escape(text[:300]), blocks)
+    footer = [f":white_check_mark: Done {who}by *{L.escape(run.agent_id)}*"]
+    if truncated:
+        footer = [
+            ":warning: *The answer was cut off*: the model reached its output limit. "
+            f"Ask for less, or raise the agent's max_tokens. (by *{L.escape(run.agent_id)}*)"
+        ]
+    posted[-1]["blocks"].append(L.context(footer, BlockId.ANSWER_FOOTER))
+    return posted
 
 
 def run_failed(run: RunInfo, error: str) -> dict[str, Any]:
@@ -160,6 +154,20 @@ def ephemeral(text: str) -> dict[str, Any]:
     """A message only one person sees (the listener adds response_type / user)."""
     body = L.escape(L.nonempty(text.strip(), "…"))
     return _msg(body, [L.section(body, BlockId.EPHEMERAL)])
+
+
+def card_elsewhere(card: CardInfo, channel: str, permalink: str | None) -> dict[str, Any]:
+    """In the side pane: the card needs someone else, so it is in the agent's channel."""
+    who = mention_list(card.approvers) if card.approvers else "a teammate"
+    where = f"<{permalink}|the card> in <#{channel}>" if permalink else f"the card in <#{channel}>"
+    text = (
+        f":raised_hand: {_q(card.tool_name)} needs a decision by {who}: "
+        f"{where} waits for them. I carry on here once they decide."
+    )
+    fallback = f"{card.tool_name} needs a decision: the card is in another channel."
+    return _msg(
+        L.escape(fallback), [L.section(text, L.block_id(BlockId.REMINDER_PREFIX, card.request_id))]
+    )
 
 
 def reminder(card: CardInfo, approvers: Sequence[str]) -> dict[str, Any]:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.slack.listeners import actions, commands, events, views
+from bot.slack.listeners import actions, assistant, commands, events, views
 
 
 def register(app: AsyncApp) -> None:
     commands.register(app)
     actions.register(app)
     views.register(app)
+    assistant.register(app)  # before events: messages in the pane go to the assistant
     events.register(app)
