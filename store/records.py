@@ -47,11 +47,13 @@ class Lease:
 class RequestPolicy:
     """Who may decide a new approval request, until when, and whether the requester may.
 
-    An empty `approvers` list means any full member (stored as the principal `*`)."""
+    An empty `approvers` list means any full member (stored as the principal `*`);
+    `min_approvals` distinct people must approve before the call runs."""
 
     approvers: list[str]
     expires_at: datetime
     allow_self_approval: bool = True
+    min_approvals: int = 1
 
 
 @dataclass(frozen=True)
@@ -115,12 +117,28 @@ class ApprovalRequestRecord:
     interrupted: bool
     created_at: datetime
     reminded_at: datetime | None = None
+    min_approvals: int = 1
     approvers: tuple[str, ...] = ()
     anyone: bool = False
+    approvals: tuple[str, ...] = ()
+    """Who approved so far towards the quorum (in order), while `min_approvals` > 1."""
 
     @property
     def pending(self) -> bool:
         return self.status == "pending"
+
+    @property
+    def current_arguments(self) -> Any:
+        """What would run if approved now: a quorum request edited while pending runs the
+        edit (a decided request keeps its proposal in `arguments`, its edit aside)."""
+        if self.status == "pending" and self.edited_arguments is not None:
+            return self.edited_arguments
+        return self.arguments
+
+    @property
+    def approvals_missing(self) -> int:
+        """How many more approvals the quorum needs (0 once it is met)."""
+        return max(0, self.min_approvals - len(self.approvals))
 
     def expired_at(self, now: datetime | None = None) -> bool:
         """Past its deadline (whether or not a sweep has marked it `expired` yet)."""

@@ -102,6 +102,7 @@ approval_requests = sa.Table(
     sa.Column("interrupted", sa.Boolean, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("reminded_at", UTCDateTime, nullable=True),
+    sa.Column("min_approvals", sa.Integer, nullable=False, server_default="1"),
     sa.UniqueConstraint("run_id", "pause_seq", "call_id", name="uq_requests_run_pause_call"),
     sa.Index("ix_requests_run_status", "run_id", "pause_seq", "status"),
     sa.Index("ix_requests_status_expires", "status", "expires_at"),
@@ -121,6 +122,22 @@ request_approvers = sa.Table(
     sa.Column("principal", sa.String(64), primary_key=True),
     sa.Index("ix_request_approvers_principal", "principal", "request_id"),
 )
+
+request_approvals = sa.Table(
+    "request_approvals",
+    metadata,
+    sa.Column(
+        "request_id",
+        sa.String(64),
+        sa.ForeignKey("approval_requests.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("approver", sa.String(64), primary_key=True),
+    sa.Column("at", UTCDateTime, nullable=False),
+    sa.Column("args_hash", sa.String(64), nullable=False),
+)
+"""The approvals counted so far towards a request's quorum: one row per person (a second
+click by the same person inserts nothing)."""
 
 audit_events = sa.Table(
     "audit_events",

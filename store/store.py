@@ -7,16 +7,17 @@ import secrets
 import socket
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Unpack
+from typing import Any, Unpack
 
 from bot.agent.state import RunResult
 from store import audit as audit_ops
-from store import migrate
+from store import migrate, quorum
 from store import requests as request_ops
 from store import runs as run_ops
 from store.accessor import PolicyFn, StoreStateAccessor
 from store.audit import AuditEntry
 from store.db import DEFAULT_URL, Database
+from store.quorum import ApprovalCount
 from store.records import (
     ApprovalRequestRecord,
     AuditEvent,
@@ -141,6 +142,26 @@ class Store:
         """Decide a pending request exactly once: the first attempt before its deadline wins;
         every attempt is audited."""
         return await request_ops.decide(self.db, request_id, now=now, **attempt)
+
+    async def count_approval(
+        self,
+        request_id: str,
+        *,
+        actor: str,
+        edited_arguments: dict[str, Any] | None = None,
+        reason: str | None = None,
+        now: datetime | None = None,
+    ) -> ApprovalCount:
+        """Count one person's approval of a quorum request (an edit resets the count first);
+        the approval that meets the quorum decides the request exactly once."""
+        return await quorum.count_approval(
+            self.db,
+            request_id,
+            actor=actor,
+            edited_arguments=edited_arguments,
+            reason=reason,
+            now=now,
+        )
 
     async def expire_due(
         self, now: datetime | None = None, limit: int = 100

@@ -33,6 +33,7 @@ class ToolOptions(TypedDict, total=False):
     expires_in: float | None
     allowed_decisions: Sequence[ApprovalDecision]
     confirm: bool
+    min_approvals: int
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ class Tool:
         expires_in: seconds before an undecided request expires (default: the settings').
         allowed_decisions: a non-empty subset of approve, edit and reject.
         confirm: ask the approver to confirm before the decision is recorded.
+        min_approvals: how many distinct allowed people must approve before the call runs
+            (a quorum; one reject still rejects).
     """
 
     def __init__(
@@ -101,6 +104,7 @@ class Tool:
         expires_in: float | None = None,
         allowed_decisions: Sequence[ApprovalDecision] = ALL_APPROVAL_DECISIONS,
         confirm: bool = False,
+        min_approvals: int = 1,
     ) -> None:
         if kind not in TOOL_KINDS:
             raise ValueError(f"Unknown tool kind {kind!r}: use auto, approval, manual or hitl")
@@ -111,6 +115,10 @@ class Tool:
             raise ValueError(
                 f"allowed_decisions must be a non-empty subset of {ALL_APPROVAL_DECISIONS}"
             )
+        if isinstance(min_approvals, bool) or not isinstance(min_approvals, int):
+            raise TypeError("min_approvals must be an integer")
+        if min_approvals < 1:
+            raise ValueError("min_approvals must be at least 1")
         self.fn = fn
         self.name = name or fn.__name__
         self.description = (description or inspect.getdoc(fn) or self.name).strip()
@@ -121,6 +129,7 @@ class Tool:
         self.expires_in = expires_in
         self.allowed_decisions: tuple[ApprovalDecision, ...] = tuple(allowed_decisions)
         self.confirm = confirm
+        self.min_approvals = min_approvals
         self._context_param: str | None = None
         self._args_model = self._build_args_model()
         self._parameters: dict[str, Any] | None = None
@@ -220,8 +229,8 @@ def tool(
     Args:
         fn: the function, when used bare as `@tool`.
         **options: `name`, `description`, `kind`, `require_approval`, `approvers`,
-            `allow_self_approval`, `expires_in`, `allowed_decisions` and `confirm`, as
-            described on `Tool`.
+            `allow_self_approval`, `expires_in`, `allowed_decisions`, `confirm` and
+            `min_approvals`, as described on `Tool`.
 
     Returns a `Tool` (bare `@tool`), or a decorator that makes one (`@tool(...)`).
     """

@@ -16,7 +16,7 @@ from bot.service.permissions import may_decide
 from bot.service.ports import Directory, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner
-from store import ApprovalRequestRecord, Store
+from store import ApprovalRequestRecord, DecisionOutcome, Store
 
 log = logging.getLogger("sayso.service")
 
@@ -135,6 +135,8 @@ class Decider:
             tool.validate(arguments or {})  # runtime fills defaults when the call runs
         if action == "answer" and tool is not None:
             output = tool.parse_output(output)
+        if request.kind == "approval" and request.min_approvals > 1 and action != "reject":
+            return await self._count_approval(request, actor, arguments, reason, action)
         result = await self.store.decide(
             request.id,
             actor=actor.user_id,
@@ -150,6 +152,13 @@ class Decider:
             if result.expired:
                 await self.refresh_card(result.request)
             return Outcome(kind, already_decided(result.request), result.request)
+        return await self._decided(request, actor, result)
+
+    async def _decided(
+        self, request: ApprovalRequestRecord, actor: Actor, result: DecisionOutcome
+    ) -> Outcome:
+        """After a recorded decision: show it, continue the run when its pause is complete."""
+        assert result.request is not None
         log.info(
             "event=decided run_id=%s call_id=%s actor=%s status=%s",
             request.run_id,
@@ -163,6 +172,47 @@ class Decider:
         return Outcome(
             "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
         )
+
+    async def _count_approval(
+        self,
+        request: ApprovalRequestRecord,
+        actor: Actor,
+        arguments: dict[str, Any] | None,
+        reason: str | None,
+        action: PersonAction,
+    ) -> Outcome:
+        """An approval (or an edit, which resets the count) towards a quorum."""
+        counted = await self.store.count_approval(
+            request.id,
+            actor=actor.user_id,
+            edited_arguments=arguments if action == "edit" else None,
+            reason=reason,
+        )
+        result = counted.decision
+        if result.request is None:
+            return Outcome("not_found", "This request no longer exists.")
+        if result.won:
+            return await self._decided(request, actor, result)
+        now = result.request
+        if now.status != "pending":
+            kind: OutcomeKind = "expired" if result.expired else "lost"
+            if result.expired:
+                await self.refresh_card(now)
+            return Outcome(kind, already_decided(now), now)
+        waiting = f"waiting for {now.approvals_missing} more"
+        if not counted.counted:
+            return Outcome("invalid", f"You already approved this request; {waiting}.", now)
+        log.info(
+            "event=approval_counted run_id=%s call_id=%s actor=%s approvals=%d/%d",
+            request.run_id,
+            request.call_id,
+            actor.user_id,
+            len(now.approvals),
+            now.min_approvals,
+        )
+        await self.refresh_card(now)
+        verb = "edited and approved" if action == "edit" else "approved"
+        return Outcome("decided", f"You {verb} `{request.tool_name}`; {waiting}.", now)
 
     async def _audit_attempt(
         self, request: ApprovalRequestRecord, actor: Actor, outcome: str, detail: str

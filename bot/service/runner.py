@@ -105,6 +105,7 @@ class Runner:
                 approvers=list(approvers),
                 expires_at=datetime.now(UTC) + ttl,
                 allow_self_approval=tool.allow_self_approval if tool else True,
+                min_approvals=tool.min_approvals if tool and pending else 1,
             )
 
         return policy

@@ -56,6 +56,7 @@ class BlockId(StrEnum):
     CARD_REASON = "card_reason"
     CARD_ANSWER = "card_answer"
     CARD_REASON_FOR_REVIEW = "card_reason_for_review"
+    CARD_QUORUM = "card_quorum"
     DECISION_PREFIX = "decision"
     ACTIONS_PREFIX = "actions"
     REMINDER_PREFIX = "reminder"

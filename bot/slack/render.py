@@ -68,6 +68,8 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         returns_object=bool(tool and tool.returns_object),
         parameters=tool.parameters if tool else None,
         created_at=request.created_at,
+        min_approvals=request.min_approvals,
+        approvals=request.approvals,
     )
 
 

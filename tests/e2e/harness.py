@@ -33,6 +33,8 @@ class Harness:
         self.bot: Bot | None = None
         self._runner: web.AppRunner | None = None
         self.settings_overrides: dict[str, Any] = {}
+        self.make_agents = make_agents
+        """What agents the bot serves (a test may swap in its own before `start_bot`)."""
 
     @property
     def url(self) -> str:
@@ -51,7 +53,7 @@ class Harness:
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
     async def start_bot(self) -> Bot:
-        agents = AgentRegistry(make_agents(self.model.base_url, self.effects))
+        agents = AgentRegistry(self.make_agents(self.model.base_url, self.effects))
         self.bot = build_bot(self.settings(), agents)
         await self.bot.start()
         self._runner = web.AppRunner(self.bot.web_app(), access_log=None)

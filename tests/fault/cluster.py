@@ -70,6 +70,7 @@ class Cluster:
         die_after_decision: bool = False,
         lease_seconds: float = 2,
         sweep_interval: float = 0.3,
+        min_approvals: int = 1,
     ) -> Replica:
         port = free_port()
         env = {
@@ -98,6 +99,8 @@ class Cluster:
             self.model.base_url,
             "--hang",
             str(hang),
+            "--min-approvals",
+            str(min_approvals),
         ]
         if die_after_decision:
             cmd.append("--die-after-decision")

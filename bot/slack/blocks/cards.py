@@ -11,6 +11,7 @@ from bot.slack.blocks.data import CardInfo
 from bot.slack.blocks.fmt import (
     compact_json,
     mention,
+    mention_list,
     one_line,
     pretty_json,
     slack_date,
@@ -133,8 +134,20 @@ def _meta(card: CardInfo, now: datetime | None) -> dict[str, Any]:
     return L.context(parts, BlockId.CARD_META)
 
 
+def quorum_line(card: CardInfo) -> str:
+    """Progress towards the quorum: "1 of 2 approvals: ✅ <@U1> · waiting for 1 more from …"."""
+    got = len(card.approvals)
+    text = f"{got} of {card.min_approvals} approvals"
+    if card.approvals:
+        text += ": " + " ".join(f"✅ {mention(a)}" for a in card.approvals)
+    missing = max(0, card.min_approvals - got)
+    return text + f" · waiting for {missing} more from {who_may_decide(card.approvers)}"
+
+
 def _decided_by(card: CardInfo) -> str:
     out = f" by {mention(card.decided_by)}" if card.decided_by else ""
+    if len(card.approvals) > 1 and card.status in ("approved", "edited"):
+        out = f" by {mention_list(card.approvals)}"
     if card.decided_at:
         out += f" {slack_date(card.decided_at)}"
     return out
@@ -220,9 +233,18 @@ def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, An
     blocks = [_header(card)]
     if card.interrupted and card.status == "pending":
         blocks.append(L.section(INTERRUPTED, BlockId.CARD_INTERRUPTED))
-    args, cut = L.code_block(pretty_json(card.arguments), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
+    edited_pending = card.status == "pending" and card.edited_arguments is not None
+    shown = card.edited_arguments if edited_pending else card.arguments
+    args, cut = L.code_block(pretty_json(shown), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
     blocks.append(L.section(args, BlockId.CARD_ARGS))
+    if edited_pending and card.edited_arguments is not None:
+        text = "*Edited (approvals start again):*\n" + changes_text(
+            card.arguments, card.edited_arguments
+        )
+        blocks.append(L.section(text, BlockId.CARD_CHANGES))
     blocks.append(_meta(card, now))
+    if card.min_approvals > 1 and card.status == "pending":
+        blocks.append(L.context([quorum_line(card)], BlockId.CARD_QUORUM))
     blocks.extend(_closing(card, cut))
     return {"text": _fallback(card), "blocks": blocks}
 

@@ -42,6 +42,8 @@ class CardInfo:
     returns_object: bool = False
     parameters: dict[str, Any] | None = None
     created_at: datetime | None = None  # added: orders the home tab (newest first)
+    min_approvals: int = 1
+    approvals: tuple[str, ...] = ()  # who approved so far, towards `min_approvals`
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
@@ -100,6 +101,8 @@ async def on_open_form(
     if outcome.run is None:
         return
     card = card_info(outcome.request, outcome.run, service.agents)
+    if outcome.request.current_arguments is not outcome.request.arguments:
+        card = replace(card, arguments=dict(outcome.request.current_arguments))  # edit an edit
     await open_view(client, service, body, FORMS[ActionId(action["action_id"])](card))
 
 

@@ -94,7 +94,7 @@ async def on_edit(
     """Approve with edits: the arguments as the person changed them."""
     service = service_of(context)
     request, tool = await _request_and_tool(service, view)
-    original = dict(request.arguments or {}) if request else {}
+    original = dict(request.current_arguments or {}) if request else {}
     parameters = tool.parameters if tool else None
     arguments, errors = modals.parse_edit(view["state"]["values"], parameters, original=original)
     if errors:

@@ -1,0 +1,40 @@
+"""The `ops` agent of the approval-policy tests: its tools need quorums, rules, reasons."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from bot.agent import Agent, ToolContext, tool
+from bot.agent.models import ModelSettings, OpenAIChatModel
+from tests.e2e.agents import SideEffects
+
+
+def make_policy_agents(base_url: str, effects: SideEffects) -> list[Agent]:
+    @tool(require_approval=True, min_approvals=2, allow_self_approval=False)
+    async def deploy(
+        environment: Literal["staging", "production"],
+        version: str,
+        replicas: int = 2,
+        ctx: ToolContext | None = None,
+    ) -> dict:
+        """Deploy a version to an environment (two people, never the requester)."""
+        effects.deploys.append(
+            {
+                "environment": environment,
+                "version": version,
+                "replicas": replicas,
+                "key": ctx.idempotency_key if ctx else None,
+            }
+        )
+        return {"status": "deployed", "environment": environment, "version": version}
+
+    model = OpenAIChatModel("fake", base_url=base_url, api_key="test-key")
+    settings = ModelSettings(timeout=5, max_retries=1, backoff_base=0.01, backoff_max=0.05)
+    ops = Agent(
+        id="ops",
+        model=model,
+        instructions="You run operations.",
+        tools=[deploy],
+        model_settings=settings,
+    )
+    return [ops]
