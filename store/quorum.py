@@ -8,6 +8,7 @@ the second waits, then finds the request decided and loses.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -98,7 +99,7 @@ async def count_approval(
                 tool_name=request.tool_name,
                 arguments=_current(row, edited_arguments),
                 outcome="won" if won else ("counted" if counted else "repeated"),
-                detail=detail,
+                detail=detail + (f" reason={json.dumps(reason)}" if reason and counted else ""),
                 now=now,
             )
     if row is None:

@@ -54,6 +54,7 @@ class RequestPolicy:
     expires_at: datetime
     allow_self_approval: bool = True
     min_approvals: int = 1
+    require_reason: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class ApprovalRequestRecord:
     created_at: datetime
     reminded_at: datetime | None = None
     min_approvals: int = 1
+    require_reason: bool = False
     approvers: tuple[str, ...] = ()
     anyone: bool = False
     approvals: tuple[str, ...] = ()

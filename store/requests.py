@@ -138,6 +138,7 @@ async def insert_request(
             requester=requester,
             allow_self_approval=policy.allow_self_approval,
             min_approvals=policy.min_approvals,
+            require_reason=policy.require_reason,
             interrupted=interrupted,
             created_at=now,
         )

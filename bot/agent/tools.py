@@ -34,6 +34,7 @@ class ToolOptions(TypedDict, total=False):
     allowed_decisions: Sequence[ApprovalDecision]
     confirm: bool
     min_approvals: int
+    require_reason: bool
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class ToolContext:
     tool_name: str
     context: dict[str, Any] = field(default_factory=dict)
     decided_by: str | None = None
+    decision_reason: str | None = None
+    """The reason the approver gave (a tool with `require_reason=True` always has one)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -89,6 +92,8 @@ class Tool:
         confirm: ask the approver to confirm before the decision is recorded.
         min_approvals: how many distinct allowed people must approve before the call runs
             (a quorum; one reject still rejects).
+        require_reason: approving (or editing) needs a written reason, which the body
+            receives as `ToolContext.decision_reason`.
     """
 
     def __init__(
@@ -105,6 +110,7 @@ class Tool:
         allowed_decisions: Sequence[ApprovalDecision] = ALL_APPROVAL_DECISIONS,
         confirm: bool = False,
         min_approvals: int = 1,
+        require_reason: bool = False,
     ) -> None:
         if kind not in TOOL_KINDS:
             raise ValueError(f"Unknown tool kind {kind!r}: use auto, approval, manual or hitl")
@@ -130,6 +136,7 @@ class Tool:
         self.allowed_decisions: tuple[ApprovalDecision, ...] = tuple(allowed_decisions)
         self.confirm = confirm
         self.min_approvals = min_approvals
+        self.require_reason = require_reason
         self._context_param: str | None = None
         self._args_model = self._build_args_model()
         self._parameters: dict[str, Any] | None = None
@@ -229,8 +236,8 @@ def tool(
     Args:
         fn: the function, when used bare as `@tool`.
         **options: `name`, `description`, `kind`, `require_approval`, `approvers`,
-            `allow_self_approval`, `expires_in`, `allowed_decisions`, `confirm` and
-            `min_approvals`, as described on `Tool`.
+            `allow_self_approval`, `expires_in`, `allowed_decisions`, `confirm`,
+            `min_approvals` and `require_reason`, as described on `Tool`.
 
     Returns a `Tool` (bare `@tool`), or a decorator that makes one (`@tool(...)`).
     """

@@ -11,7 +11,7 @@ from typing import Any
 from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
 from bot.service.commands import Command, parse
-from bot.service.decide import OUTPUT_FIELD, Action, Decider
+from bot.service.decide import OUTPUT_FIELD, REASON_FIELD, Action, Decider
 from bot.service.outcome import IGNORED, Actor, Outcome
 from bot.service.permissions import may_decide, may_decide_open_requests
 from bot.service.ports import Directory, Person, Presenter
@@ -135,8 +135,8 @@ class Service:
         reason: str | None = None,
         output: Any = None,
     ) -> Outcome:
-        """Everything `decide` checks, without deciding (a reason needs no check)."""
-        return await self.decider.precheck(request_id, actor, action, arguments, output)
+        """Everything `decide` checks, without deciding (a reason only where one is needed)."""
+        return await self.decider.precheck(request_id, actor, action, arguments, output, reason)
 
     async def decide(
         self,
@@ -311,6 +311,7 @@ class Service:
 
 __all__ = [
     "OUTPUT_FIELD",
+    "REASON_FIELD",
     "Action",
     "Actor",
     "AgentRegistry",

@@ -33,8 +33,17 @@ _VERB: dict[str, str] = {
 }
 OUTPUT_FIELD = "output"
 """The field error key for an answer or a review (edits use the argument names)."""
+REASON_FIELD = "reason"
+"""The field error key for a reason that must be given."""
+REASON_NEEDED = "Write why you approve: this request needs a reason."
+
 _ANSWERS: tuple[PersonAction, ...] = ("answer", "review")
 """Actions that give the call its output."""
+
+
+def _needs_reason(request: ApprovalRequestRecord, action: PersonAction, reason: str | None) -> bool:
+    """Approving (or editing) a request that needs a reason, without one."""
+    return request.require_reason and action in ("approve", "edit") and not (reason or "").strip()
 
 
 def already_decided(request: ApprovalRequestRecord) -> str:
@@ -101,6 +110,7 @@ class Decider:
         action: PersonAction,
         arguments: dict[str, Any] | None = None,
         output: Any = None,
+        reason: str | None = None,
     ) -> Outcome:
         """Everything `decide` checks before its write (who, still pending, valid input),
         without writing: lets a modal answer with field errors within Slack's 3 s."""
@@ -113,6 +123,10 @@ class Decider:
             return checked
         tool = self.agents.tool(checked.agent_id or "", checked.request.tool_name)
         invalid = self._validate(checked.request, tool, action, arguments, output)
+        if invalid is None and _needs_reason(checked.request, action, reason):
+            invalid = Outcome(
+                "invalid", REASON_NEEDED, checked.request, {REASON_FIELD: REASON_NEEDED}
+            )
         return invalid if invalid is not None else checked
 
     async def decide(
@@ -125,7 +139,7 @@ class Decider:
         reason: str | None = None,
         output: Any = None,
     ) -> Outcome:
-        checked = await self.precheck(request_id, actor, action, arguments, output)
+        checked = await self.precheck(request_id, actor, action, arguments, output, reason)
         if not checked.ok:  # a losing attempt is audited by precheck
             return checked
         request = checked.request

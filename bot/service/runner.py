@@ -106,6 +106,7 @@ class Runner:
                 expires_at=datetime.now(UTC) + ttl,
                 allow_self_approval=tool.allow_self_approval if tool else True,
                 min_approvals=tool.min_approvals if tool and pending else 1,
+                require_reason=bool(tool and pending and tool.require_reason),
             )
 
         return policy

@@ -36,6 +36,8 @@ class CallbackId(StrEnum):
     REJECT = "sayso_reject"
     ANSWER = "sayso_answer"
     REVIEW = "sayso_review"
+    APPROVE = "sayso_approve"
+    """Approve with a reason (tools and rules with `require_reason`)."""
     VIEW_ARGS = "sayso_view_args"
     HOME = "sayso_home"
 
@@ -88,6 +90,8 @@ class BlockId(StrEnum):
     REASON_INPUT = "reason"
     ANSWER_INPUT = "answer"
     REVIEW_INPUT = "input"
+    EDIT_REASON_INPUT = "sayso:reason"
+    """The reason input of an edit that needs one (a colon: never an argument's name)."""
     # ... and the rest
     MODAL_INTRO = "sayso:intro"
     MODAL_INTERRUPTED = "sayso:interrupted"
@@ -120,5 +124,6 @@ SUBMIT_DECISION: Final[dict[CallbackId, PersonAction]] = {
     CallbackId.REJECT: "reject",
     CallbackId.ANSWER: "answer",
     CallbackId.REVIEW: "review",
+    CallbackId.APPROVE: "approve",
 }
 """The decision a submitted modal records."""

@@ -69,6 +69,7 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         parameters=tool.parameters if tool else None,
         created_at=request.created_at,
         min_approvals=request.min_approvals,
+        require_reason=request.require_reason,
         approvals=request.approvals,
     )
 

@@ -14,6 +14,7 @@ class SideEffects:
     def __init__(self) -> None:
         self.deploys: list[dict] = []
         self.restarts: list[str] = []
+        self.reasons: list[str | None] = []  # ToolContext.decision_reason, per execution
 
 
 def make_agents(base_url: str, effects: SideEffects) -> list[Agent]:

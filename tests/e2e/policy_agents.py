@@ -28,13 +28,20 @@ def make_policy_agents(base_url: str, effects: SideEffects) -> list[Agent]:
         )
         return {"status": "deployed", "environment": environment, "version": version}
 
+    @tool(require_approval=True, require_reason=True)
+    def restart(service: str, ctx: ToolContext | None = None) -> dict:
+        """Restart a service (approving needs a reason)."""
+        effects.restarts.append(service)
+        effects.reasons.append(ctx.decision_reason if ctx else None)
+        return {"restarted": service}
+
     model = OpenAIChatModel("fake", base_url=base_url, api_key="test-key")
     settings = ModelSettings(timeout=5, max_retries=1, backoff_base=0.01, backoff_max=0.05)
     ops = Agent(
         id="ops",
         model=model,
         instructions="You run operations.",
-        tools=[deploy],
+        tools=[deploy, restart],
         model_settings=settings,
     )
     return [ops]

@@ -30,6 +30,7 @@ CALLBACK_IDS = {
     "REVIEW": "sayso_review",
     "VIEW_ARGS": "sayso_view_args",
     "HOME": "sayso_home",
+    "APPROVE": "sayso_approve",
 }
 BLOCK_IDS = {
     "CARD_HEADER": "card_header",
@@ -41,6 +42,7 @@ BLOCK_IDS = {
     "CARD_ANSWER": "card_answer",
     "CARD_REASON_FOR_REVIEW": "card_reason_for_review",
     "CARD_QUORUM": "card_quorum",
+    "EDIT_REASON_INPUT": "sayso:reason",
     "DECISION_PREFIX": "decision",
     "ACTIONS_PREFIX": "actions",
     "REMINDER_PREFIX": "reminder",
@@ -109,7 +111,13 @@ def _surfaces() -> list[dict[str, Any]]:
     """A message or view of every builder that carries buttons or a submit button."""
     all_cards = [_card(k) for k in ("approval", "manual", "hitl", "review")]
     run = RunInfo(run_id="RUN_GONE", agent_id="ops", status="failed", request_text="deploy")
-    forms = [modals.edit_modal, modals.reject_modal, modals.answer_modal, modals.review_modal]
+    forms = [
+        modals.edit_modal,
+        modals.reject_modal,
+        modals.answer_modal,
+        modals.review_modal,
+        modals.approve_modal,
+    ]
     return [
         *(cards.request_card(c) for c in all_cards),
         *(cards.request_card(_card("approval", status="approved")),),
@@ -135,7 +143,7 @@ def test_the_surfaces_show_every_button_and_form() -> None:
     action_ids = {e["action_id"] for s in surfaces for _, e in _buttons(s)}
     forms = {s["callback_id"] for s in surfaces if "submit" in s}
     assert action_ids == set(ActionId) - {ActionId.VALUE}  # inputs send nothing until submit
-    assert forms == {CallbackId.EDIT, CallbackId.REJECT, CallbackId.ANSWER, CallbackId.REVIEW}
+    assert forms == set(CallbackId) - {CallbackId.VIEW_ARGS, CallbackId.HOME}
 
 
 async def test_every_button_and_form_the_builders_make_has_a_listener(tmp_path: Path) -> None:

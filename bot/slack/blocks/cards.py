@@ -61,7 +61,7 @@ _APPROVAL_BUTTON: dict[ActionId, tuple[str, str | None]] = {
 def _approval_button(card: CardInfo, action_id: ActionId) -> dict[str, Any]:
     text, style = _APPROVAL_BUTTON[action_id]
     confirm = None
-    if action_id is ActionId.APPROVE and card.confirm:
+    if action_id is ActionId.APPROVE and card.confirm and not card.require_reason:
         confirm = L.confirm_dialog(
             f"Run {card.tool_name}?",
             f"Approving runs {_q(card.tool_name)} with the arguments shown.",
@@ -197,6 +197,10 @@ def _decision_blocks(card: CardInfo) -> list[dict[str, Any]]:
     if card.status == "edited" and card.edited_arguments is not None:
         text = "*Changed:*\n" + changes_text(card.arguments, card.edited_arguments)
         blocks.append(L.section(text, BlockId.CARD_CHANGES))
+        if card.reason:
+            blocks.append(L.section("*Reason:*\n" + quote(card.reason, 2900), BlockId.CARD_REASON))
+    elif card.status == "approved" and card.reason:
+        blocks.append(L.section("*Reason:*\n" + quote(card.reason, 2900), BlockId.CARD_REASON))
     elif card.status == "rejected":
         reason = quote(card.reason, 2900) if card.reason else "_No reason given._"
         blocks.append(L.section("*Reason:*\n" + reason, BlockId.CARD_REASON))

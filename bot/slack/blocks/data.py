@@ -43,6 +43,7 @@ class CardInfo:
     parameters: dict[str, Any] | None = None
     created_at: datetime | None = None  # added: orders the home tab (newest first)
     min_approvals: int = 1
+    require_reason: bool = False
     approvals: tuple[str, ...] = ()  # who approved so far, towards `min_approvals`
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from slack_sdk.errors import SlackApiError
@@ -27,6 +27,8 @@ FORMS: dict[ActionId, Callable[[CardInfo], dict[str, Any]]] = {
     ActionId.ANSWER: modals.answer_modal,
     ActionId.REVIEW: modals.review_modal,
 }
+REASON_FORM: Final = modals.approve_modal
+"""What Approve opens when the request needs a reason."""
 """Buttons that open a form (a modal) before anything is decided."""
 
 FOREIGN = (
@@ -72,8 +74,12 @@ async def on_approve(
     await ack()
     service = service_of(context)
     request_id = action.get("value", "")
-    if foreign(body, await service.approval_request(request_id)):
+    request = await service.approval_request(request_id)
+    if foreign(body, request):
         await tell_actor(client, service, body, FOREIGN)
+        return
+    if request is not None and request.require_reason and request.status == "pending":
+        await _open_form(body, action, client, service)  # a reason first, in a modal
         return
     decision = BUTTON_DECISION[ActionId.APPROVE]
     outcome = await service.decide(request_id, actor_from(body), decision)
@@ -90,7 +96,12 @@ async def on_open_form(
 ) -> None:
     """Edit, Reject, Answer, Review: open the form, if this person may decide the request."""
     await ack()
-    service = service_of(context)
+    await _open_form(body, action, client, service_of(context))
+
+
+async def _open_form(
+    body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient, service: Service
+) -> None:
     outcome = await service.check(action.get("value", ""), actor_from(body))
     if foreign(body, outcome.request):
         await tell_actor(client, service, body, FOREIGN)
@@ -103,7 +114,9 @@ async def on_open_form(
     card = card_info(outcome.request, outcome.run, service.agents)
     if outcome.request.current_arguments is not outcome.request.arguments:
         card = replace(card, arguments=dict(outcome.request.current_arguments))  # edit an edit
-    await open_view(client, service, body, FORMS[ActionId(action["action_id"])](card))
+    action_id = ActionId(action["action_id"])
+    form = REASON_FORM if action_id is ActionId.APPROVE else FORMS[action_id]
+    await open_view(client, service, body, form(card))
 
 
 async def on_view_args(

@@ -1,4 +1,5 @@
-"""Approval policies: a request's quorum, and the approvals counted towards it.
+"""Approval policies: a request's quorum and the approvals counted towards it, and whether
+approving needs a reason.
 
 Revision ID: 0004
 Revises: 0002
@@ -21,6 +22,10 @@ def upgrade() -> None:
         "approval_requests",
         sa.Column("min_approvals", sa.Integer, nullable=False, server_default="1"),
     )
+    op.add_column(
+        "approval_requests",
+        sa.Column("require_reason", sa.Boolean, nullable=False, server_default=sa.false()),
+    )
     op.create_table(
         "request_approvals",
         sa.Column(
@@ -37,4 +42,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("request_approvals")
+    op.drop_column("approval_requests", "require_reason")
     op.drop_column("approval_requests", "min_approvals")
