@@ -20,10 +20,11 @@ from bot.agent.util import utcnow
 from bot.agent.vocabulary import RequestOutcome
 from store.audit import add_audit
 from store.db import Database, insert_ignore
-from store.records import ApprovalRequestRecord, DecisionOutcome, args_hash
+from store.records import ANYONE, ApprovalRequestRecord, DecisionOutcome, RequestPolicy, args_hash
 from store.requests import _one, decide, pause_ready
 from store.schema import approval_requests as req
 from store.schema import request_approvals as rv
+from store.schema import request_approvers as ra
 
 
 @dataclass(frozen=True)
@@ -159,3 +160,29 @@ async def _count(
     if edited_arguments is not None:
         detail += " edit_reset=1"
     return inserted.rowcount == 1, count >= needed, detail
+
+
+async def reapply_policy(
+    db: Database, request_id: str, policy: RequestPolicy
+) -> ApprovalRequestRecord | None:
+    """Put a pending request under a stricter policy (an edit moved its call under another
+    rule): its approvers, quorum, self-approval and reason requirement; its deadline stays.
+    Returns the request as it is after (unchanged when it was no longer pending)."""
+    async with db.write() as conn:
+        changed = await conn.execute(
+            req.update()
+            .where(req.c.id == request_id, req.c.status == "pending")
+            .values(
+                min_approvals=policy.min_approvals,
+                require_reason=policy.require_reason,
+                allow_self_approval=policy.allow_self_approval,
+                rule=policy.rule,
+            )
+        )
+        if changed.rowcount == 1:
+            await conn.execute(ra.delete().where(ra.c.request_id == request_id))
+            principals = sorted(set(policy.approvers)) or [ANYONE]
+            await conn.execute(
+                ra.insert(), [{"request_id": request_id, "principal": p} for p in principals]
+            )
+        return await _one(conn, request_id)

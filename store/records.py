@@ -55,6 +55,7 @@ class RequestPolicy:
     allow_self_approval: bool = True
     min_approvals: int = 1
     require_reason: bool = False
+    rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,8 @@ class ApprovalRequestRecord:
     reminded_at: datetime | None = None
     min_approvals: int = 1
     require_reason: bool = False
+    rule: str | None = None
+    """The label of the policy rule that applied when the call was proposed (or edited)."""
     approvers: tuple[str, ...] = ()
     anyone: bool = False
     approvals: tuple[str, ...] = ()

@@ -139,6 +139,7 @@ async def insert_request(
             allow_self_approval=policy.allow_self_approval,
             min_approvals=policy.min_approvals,
             require_reason=policy.require_reason,
+            rule=policy.rule,
             interrupted=interrupted,
             created_at=now,
         )

@@ -104,6 +104,7 @@ approval_requests = sa.Table(
     sa.Column("reminded_at", UTCDateTime, nullable=True),
     sa.Column("min_approvals", sa.Integer, nullable=False, server_default="1"),
     sa.Column("require_reason", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("rule", sa.String(200)),
     sa.UniqueConstraint("run_id", "pause_seq", "call_id", name="uq_requests_run_pause_call"),
     sa.Index("ix_requests_run_status", "run_id", "pause_seq", "status"),
     sa.Index("ix_requests_status_expires", "status", "expires_at"),

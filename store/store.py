@@ -23,6 +23,7 @@ from store.records import (
     AuditEvent,
     DecisionOutcome,
     Lease,
+    RequestPolicy,
     RunRecord,
 )
 from store.requests import DecisionInput
@@ -162,6 +163,12 @@ class Store:
             reason=reason,
             now=now,
         )
+
+    async def reapply_policy(
+        self, request_id: str, policy: RequestPolicy
+    ) -> ApprovalRequestRecord | None:
+        """Put a pending request under a stricter policy (an edit moved it under a rule)."""
+        return await quorum.reapply_policy(self.db, request_id, policy)
 
     async def expire_due(
         self, now: datetime | None = None, limit: int = 100

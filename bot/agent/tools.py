@@ -14,6 +14,7 @@ from typing import Any, TypedDict, Union, Unpack, get_args, get_origin, get_type
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from bot.agent.messages import ToolCall
+from bot.agent.rules import Rule, first_match
 from bot.agent.util import maybe_await
 from bot.agent.vocabulary import ALL_APPROVAL_DECISIONS, ApprovalDecision, ToolKind
 
@@ -35,6 +36,7 @@ class ToolOptions(TypedDict, total=False):
     confirm: bool
     min_approvals: int
     require_reason: bool
+    rules: Sequence[Rule]
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class Tool:
             (a quorum; one reject still rejects).
         require_reason: approving (or editing) needs a written reason, which the body
             receives as `ToolContext.decision_reason`.
+        rules: `Rule`s over the validated arguments; the first that matches sets the policy
+            of that call. Without `require_approval`, only calls a rule matches need approval.
     """
 
     def __init__(
@@ -111,6 +115,7 @@ class Tool:
         confirm: bool = False,
         min_approvals: int = 1,
         require_reason: bool = False,
+        rules: Sequence[Rule] = (),
     ) -> None:
         if kind not in TOOL_KINDS:
             raise ValueError(f"Unknown tool kind {kind!r}: use auto, approval, manual or hitl")
@@ -137,10 +142,26 @@ class Tool:
         self.confirm = confirm
         self.min_approvals = min_approvals
         self.require_reason = require_reason
+        self.rules: tuple[Rule, ...] = tuple(rules)
+        if self.rules and require_approval is None and kind == "auto":
+            self.require_approval = self._a_rule_matches
         self._context_param: str | None = None
         self._args_model = self._build_args_model()
         self._parameters: dict[str, Any] | None = None
         self._returns = self._return_annotation()
+
+    def _a_rule_matches(self, call: ToolCall, context: dict[str, Any]) -> bool:
+        return self.matching_rule(call.arguments) is not None
+
+    def matching_rule(self, arguments: dict[str, Any]) -> tuple[int, Rule] | None:
+        """The first rule matching the arguments (validated when they are valid)."""
+        if not self.rules:
+            return None
+        try:
+            checked = self.validate(arguments)
+        except ValueError:
+            checked = dict(arguments) if isinstance(arguments, dict) else {}
+        return first_match(self.rules, checked)
 
     def _build_args_model(self) -> type[BaseModel]:
         hints = get_type_hints(self.fn)
@@ -237,7 +258,7 @@ def tool(
         fn: the function, when used bare as `@tool`.
         **options: `name`, `description`, `kind`, `require_approval`, `approvers`,
             `allow_self_approval`, `expires_in`, `allowed_decisions`, `confirm`,
-            `min_approvals` and `require_reason`, as described on `Tool`.
+            `min_approvals`, `require_reason` and `rules`, as described on `Tool`.
 
     Returns a `Tool` (bare `@tool`), or a decorator that makes one (`@tool(...)`).
     """

@@ -13,6 +13,7 @@ from bot.agent.vocabulary import (
 )
 from bot.service.outcome import Actor, Outcome, OutcomeKind
 from bot.service.permissions import may_decide
+from bot.service.policy import stricter
 from bot.service.ports import Directory, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner
@@ -149,6 +150,11 @@ class Decider:
             tool.validate(arguments or {})  # runtime fills defaults when the call runs
         if action == "answer" and tool is not None:
             output = tool.parse_output(output)
+        if action == "edit" and tool is not None and request.kind == "approval":
+            moved = await self._reevaluate(request, tool, checked, actor, arguments or {}, reason)
+            if isinstance(moved, Outcome):
+                return moved
+            request = moved
         if request.kind == "approval" and request.min_approvals > 1 and action != "reject":
             return await self._count_approval(request, actor, arguments, reason, action)
         result = await self.store.decide(
@@ -186,6 +192,61 @@ class Decider:
         return Outcome(
             "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
         )
+
+    async def _reevaluate(
+        self,
+        request: ApprovalRequestRecord,
+        tool: Tool,
+        checked: Outcome,
+        actor: Actor,
+        arguments: dict[str, Any],
+        reason: str | None,
+    ) -> ApprovalRequestRecord | Outcome:
+        """An edit is evaluated again: one that moves the call under a stricter rule puts the
+        request under that rule, if the editor may approve under it (else nothing changes)."""
+        agent = self.agents.get(checked.agent_id or "")
+        if agent is None:
+            return request
+        new = self.runner.call_policy(agent, tool, arguments)
+        if not stricter(new, request):
+            return request
+        run = checked.run
+        verdict = await may_decide(
+            self.directory,
+            user_id=actor.user_id,
+            team_id=actor.team_id,
+            workspace_team_id=self.workspace_team_id or (run.team_id if run else None),
+            approvers=new.approvers,
+            requester=request.requester,
+            allow_self_approval=new.allow_self_approval,
+        )
+        where = f"Your edit puts this call under {new.rule}"
+        if not verdict.allowed:
+            await self._audit_attempt(request, actor, "denied", f"stricter rule={new.rule}")
+            return Outcome("denied", f"{where}. {verdict.reason} Nothing changed.", request)
+        if new.require_reason and not (reason or "").strip():
+            message = f"{where}, which needs a reason: edit again and write why."
+            return Outcome("invalid", message, request, {REASON_FIELD: message})
+        moved = await self.store.reapply_policy(request.id, new.request_policy(request.expires_at))
+        log.info(
+            "event=rule_applied run_id=%s call_id=%s rule=%s min_approvals=%d",
+            request.run_id,
+            request.call_id,
+            new.rule,
+            new.min_approvals,
+        )
+        await self.store.audit(
+            actor=actor.user_id,
+            action="policy",
+            run_id=request.run_id,
+            call_id=request.call_id,
+            request_id=request.id,
+            tool_name=request.tool_name,
+            arguments=arguments,
+            outcome="stricter",
+            detail=f"rule={new.rule} min_approvals={new.min_approvals}",
+        )
+        return moved or request
 
     async def _count_approval(
         self,

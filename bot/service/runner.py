@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
+from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult, Tool
 from bot.service.continuation import decisions_from, render_output
+from bot.service.policy import EffectivePolicy, ToolSettings, evaluate, tool_settings
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
 from store import Lease, LeaseLostError, RequestPolicy, Store
@@ -93,23 +94,35 @@ class Runner:
     ) -> Callable[[RunResult, PendingToolCall | None], RequestPolicy]:
         def policy(result: RunResult, pending: PendingToolCall | None) -> RequestPolicy:
             tool = agent.tools.get(pending.call.name) if pending else None
-            approvers = (
-                (tool.approvers if tool else ())
-                or agent.approvers
-                or self.settings.default_approvers
-            )
-            ttl = self.settings.approval_ttl
-            if tool is not None and tool.expires_in is not None:
-                ttl = timedelta(seconds=tool.expires_in)
-            return RequestPolicy(
-                approvers=list(approvers),
-                expires_at=datetime.now(UTC) + ttl,
-                allow_self_approval=tool.allow_self_approval if tool else True,
-                min_approvals=tool.min_approvals if tool and pending else 1,
-                require_reason=bool(tool and pending and tool.require_reason),
-            )
+            now = datetime.now(UTC)
+            if tool is None or pending is None or pending.kind != "approval":
+                approvers = (tool.approvers if tool else ()) or agent.approvers
+                ttl = self.settings.approval_ttl
+                if tool is not None and tool.expires_in is not None:
+                    ttl = timedelta(seconds=tool.expires_in)
+                return RequestPolicy(
+                    approvers=list(approvers or self.settings.default_approvers),
+                    expires_at=now + ttl,
+                    allow_self_approval=tool.allow_self_approval if tool else True,
+                )
+            return self.call_policy(agent, tool, pending.call.arguments).request_policy(now)
 
         return policy
+
+    def call_policy(self, agent: Agent, tool: Tool, arguments: dict[str, Any]) -> EffectivePolicy:
+        """The approval policy of one call of `tool` with these arguments."""
+        return evaluate(
+            agent,
+            self.tool_settings(agent, tool),
+            arguments,
+            default_approvers=self.settings.default_approvers,
+            default_ttl=self.settings.approval_ttl,
+            tool=tool,
+        )
+
+    def tool_settings(self, agent: Agent, tool: Tool) -> ToolSettings:
+        """A tool's own approval settings (a policy file may override the code's)."""
+        return tool_settings(tool)
 
     # -- use cases ----------------------------------------------------------------------------
 

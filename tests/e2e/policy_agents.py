@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from bot.agent import Agent, ToolContext, tool
+from bot.agent import Agent, Rule, ToolContext, tool
 from bot.agent.models import ModelSettings, OpenAIChatModel
 from tests.e2e.agents import SideEffects
 
@@ -35,13 +35,28 @@ def make_policy_agents(base_url: str, effects: SideEffects) -> list[Agent]:
         effects.reasons.append(ctx.decision_reason if ctx else None)
         return {"restarted": service}
 
+    def production(arguments: dict) -> bool:
+        return arguments["environment"] == "production"
+
+    @tool(rules=[Rule(when=production, approvers=["S_APPROVERS"], name="production")])
+    def release(environment: Literal["staging", "production"], version: str) -> dict:
+        """Release a version: production needs the approvers group, staging nobody."""
+        effects.deploys.append({"environment": environment, "version": version})
+        return {"released": version, "environment": environment}
+
+    @tool(require_approval=True, rules=[Rule(when=production, min_approvals=2, name="prod")])
+    def scale(environment: Literal["staging", "production"], replicas: int) -> dict:
+        """Scale a service: anyone approves staging; production needs two people."""
+        effects.deploys.append({"environment": environment, "replicas": replicas})
+        return {"scaled": replicas, "environment": environment}
+
     model = OpenAIChatModel("fake", base_url=base_url, api_key="test-key")
     settings = ModelSettings(timeout=5, max_retries=1, backoff_base=0.01, backoff_max=0.05)
     ops = Agent(
         id="ops",
         model=model,
         instructions="You run operations.",
-        tools=[deploy, restart],
+        tools=[deploy, restart, release, scale],
         model_settings=settings,
     )
     return [ops]

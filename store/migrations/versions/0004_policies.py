@@ -26,6 +26,7 @@ def upgrade() -> None:
         "approval_requests",
         sa.Column("require_reason", sa.Boolean, nullable=False, server_default=sa.false()),
     )
+    op.add_column("approval_requests", sa.Column("rule", sa.String(200)))
     op.create_table(
         "request_approvals",
         sa.Column(
@@ -42,5 +43,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("request_approvals")
+    op.drop_column("approval_requests", "rule")
     op.drop_column("approval_requests", "require_reason")
     op.drop_column("approval_requests", "min_approvals")
