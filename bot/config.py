@@ -10,21 +10,11 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+from bot.agent.util import parse_duration
+
+__all__ = ["ConfigError", "Settings", "load_settings", "parse_duration", "require"]
+
 _PRINCIPAL = re.compile(r"^[UWS][A-Z0-9_]+$")
-
-
-def parse_duration(value: object) -> timedelta:
-    """`90`, `90s`, `30m`, `24h`, `7d` -> timedelta."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, int | float):
-        return timedelta(seconds=float(value))
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ValueError(f"{value!r} is not a duration: use seconds or a number with s, m, h or d")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
 
 
 class Settings(BaseSettings):

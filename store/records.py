@@ -56,6 +56,8 @@ class RequestPolicy:
     min_approvals: int = 1
     require_reason: bool = False
     rule: str | None = None
+    escalate_at: datetime | None = None
+    escalate_to: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,10 @@ class ApprovalRequestRecord:
     require_reason: bool = False
     rule: str | None = None
     """The label of the policy rule that applied when the call was proposed (or edited)."""
+    escalate_at: datetime | None = None
+    escalate_to: Any = None
+    """Who is called in when the request escalates (a list of user or group ids)."""
+    escalated_at: datetime | None = None
     approvers: tuple[str, ...] = ()
     anyone: bool = False
     approvals: tuple[str, ...] = ()

@@ -140,6 +140,8 @@ async def insert_request(
             min_approvals=policy.min_approvals,
             require_reason=policy.require_reason,
             rule=policy.rule,
+            escalate_at=policy.escalate_at,
+            escalate_to=policy.escalate_to or None,
             interrupted=interrupted,
             created_at=now,
         )

@@ -105,11 +105,15 @@ approval_requests = sa.Table(
     sa.Column("min_approvals", sa.Integer, nullable=False, server_default="1"),
     sa.Column("require_reason", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("rule", sa.String(200)),
+    sa.Column("escalate_at", UTCDateTime),
+    sa.Column("escalate_to", _json()),
+    sa.Column("escalated_at", UTCDateTime),
     sa.UniqueConstraint("run_id", "pause_seq", "call_id", name="uq_requests_run_pause_call"),
     sa.Index("ix_requests_run_status", "run_id", "pause_seq", "status"),
     sa.Index("ix_requests_status_expires", "status", "expires_at"),
     sa.Index("ix_requests_status_created", "status", "created_at"),
     sa.Index("ix_requests_message", "channel_id", "message_ts"),
+    sa.Index("ix_requests_status_escalate", "status", "escalate_at"),
 )
 
 request_approvers = sa.Table(

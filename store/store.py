@@ -11,7 +11,7 @@ from typing import Any, Unpack
 
 from bot.agent.state import RunResult
 from store import audit as audit_ops
-from store import migrate, quorum
+from store import escalation, migrate, quorum
 from store import requests as request_ops
 from store import runs as run_ops
 from store.accessor import PolicyFn, StoreStateAccessor
@@ -169,6 +169,12 @@ class Store:
     ) -> ApprovalRequestRecord | None:
         """Put a pending request under a stricter policy (an edit moved it under a rule)."""
         return await quorum.reapply_policy(self.db, request_id, policy)
+
+    async def escalate_due(
+        self, now: datetime | None = None, limit: int = 100
+    ) -> list[ApprovalRequestRecord]:
+        """Escalate pending requests past their escalation time, each exactly once."""
+        return await escalation.escalate_due(self.db, now, limit)
 
     async def expire_due(
         self, now: datetime | None = None, limit: int = 100

@@ -39,10 +39,10 @@ class Rule:
     when: Predicate
     approvers: Sequence[str] | None = None
     min_approvals: int | None = None
-    expires_in: float | timedelta | None = None
+    expires_in: float | str | timedelta | None = None
     allow_self_approval: bool | None = None
     require_reason: bool | None = None
-    escalate_after: float | timedelta | None = None
+    escalate_after: float | str | timedelta | None = None
     escalate_to: Sequence[str] | None = None
     name: str | None = None
 

@@ -8,6 +8,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from types import UnionType
 from typing import Any, TypedDict, Union, Unpack, get_args, get_origin, get_type_hints, overload
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create
 
 from bot.agent.messages import ToolCall
 from bot.agent.rules import Rule, first_match
-from bot.agent.util import maybe_await
+from bot.agent.util import maybe_await, parse_duration
 from bot.agent.vocabulary import ALL_APPROVAL_DECISIONS, ApprovalDecision, ToolKind
 
 ApprovalPolicy = bool | Callable[[ToolCall, dict[str, Any]], "bool | Awaitable[bool]"]
@@ -37,6 +38,9 @@ class ToolOptions(TypedDict, total=False):
     min_approvals: int
     require_reason: bool
     rules: Sequence[Rule]
+    escalate_after: float | str | timedelta | None
+    escalate_to: Sequence[str]
+    standing_approval: float | str | timedelta | None
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,10 @@ class ToolContext:
     def idempotency_key(self) -> str:
         """Stable across retries and recoveries: pass it downstream to dedupe side effects."""
         return f"{self.run_id}:{self.call_id}"
+
+
+def _duration(value: float | str | timedelta | None) -> timedelta | None:
+    return None if value is None else parse_duration(value)
 
 
 def _is_context(annotation: Any) -> bool:
@@ -98,6 +106,11 @@ class Tool:
             receives as `ToolContext.decision_reason`.
         rules: `Rule`s over the validated arguments; the first that matches sets the policy
             of that call. Without `require_approval`, only calls a rule matches need approval.
+        escalate_after: a duration (`"30m"`, or seconds) after which an undecided request
+            escalates: `escalate_to` (user or group ids) is called in and may decide too.
+        escalate_to: who is called in when the request escalates.
+        standing_approval: a duration (`"1h"`): the card offers "Approve, and allow this tool
+            in this thread" for that long (never for calls needing more than one approval).
     """
 
     def __init__(
@@ -116,6 +129,9 @@ class Tool:
         min_approvals: int = 1,
         require_reason: bool = False,
         rules: Sequence[Rule] = (),
+        escalate_after: float | str | timedelta | None = None,
+        escalate_to: Sequence[str] = (),
+        standing_approval: float | str | timedelta | None = None,
     ) -> None:
         if kind not in TOOL_KINDS:
             raise ValueError(f"Unknown tool kind {kind!r}: use auto, approval, manual or hitl")
@@ -143,6 +159,11 @@ class Tool:
         self.min_approvals = min_approvals
         self.require_reason = require_reason
         self.rules: tuple[Rule, ...] = tuple(rules)
+        self.escalate_after = _duration(escalate_after)
+        self.escalate_to = tuple(escalate_to)
+        if self.escalate_after is not None and not self.escalate_to:
+            raise ValueError(f"Tool {self.name}: escalate_after needs escalate_to (who to call in)")
+        self.standing_approval = _duration(standing_approval)
         if self.rules and require_approval is None and kind == "auto":
             self.require_approval = self._a_rule_matches
         self._context_param: str | None = None
@@ -258,7 +279,8 @@ def tool(
         fn: the function, when used bare as `@tool`.
         **options: `name`, `description`, `kind`, `require_approval`, `approvers`,
             `allow_self_approval`, `expires_in`, `allowed_decisions`, `confirm`,
-            `min_approvals`, `require_reason` and `rules`, as described on `Tool`.
+            `min_approvals`, `require_reason`, `rules`, `escalate_after`, `escalate_to`
+            and `standing_approval`, as described on `Tool`.
 
     Returns a `Tool` (bare `@tool`), or a decorator that makes one (`@tool(...)`).
     """

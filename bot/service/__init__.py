@@ -272,6 +272,8 @@ class Service:
         for request in await self.store.expire_due(now):
             log.info("event=request_expired run_id=%s call_id=%s", request.run_id, request.call_id)
             await self.decider.refresh_card(request)
+        for request in await self.store.escalate_due(now):
+            await self._escalated(request)
         for run_id in await self.store.ready_runs(now):
             await self.runner.continue_run(run_id)
         for run_id in await self.store.runs_missing_cards(now - CARD_GRACE):
@@ -286,6 +288,19 @@ class Service:
             purged = await self.store.purge(self.settings.retention)
             if purged:
                 log.info("event=purged runs=%d older_than=%s", purged, self.settings.retention)
+
+    async def _escalated(self, request: ApprovalRequestRecord) -> None:
+        """Tell the thread (mentioning who is called in) and show it on the card."""
+        log.info(
+            "event=request_escalated run_id=%s call_id=%s to=%s",
+            request.run_id,
+            request.call_id,
+            ",".join(request.escalate_to or []),
+        )
+        run = await self.store.get_run(request.run_id)
+        if run is not None:
+            await self.runner.safely(self.presenter.post_escalation(run, request))
+        await self.decider.refresh_card(request)
 
     async def _sweep_forever(self, interval: float) -> None:
         while True:

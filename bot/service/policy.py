@@ -13,13 +13,13 @@ from typing import Any
 
 from bot.agent import Agent, Tool
 from bot.agent.rules import Rule, rule_label
+from bot.agent.util import parse_duration
 from store import ApprovalRequestRecord, RequestPolicy
 
 
-def seconds(value: float | timedelta | None) -> timedelta | None:
-    if value is None:
-        return None
-    return value if isinstance(value, timedelta) else timedelta(seconds=float(value))
+def seconds(value: float | str | timedelta | None) -> timedelta | None:
+    """A duration as code or the policy file writes it (`"30m"`, seconds), or None."""
+    return None if value is None else parse_duration(value)
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class EffectivePolicy:
             min_approvals=self.min_approvals,
             require_reason=self.require_reason,
             rule=self.rule,
+            escalate_at=now + self.escalate_after if self.escalate_after else None,
+            escalate_to=list(self.escalate_to),
         )
 
 
@@ -60,6 +62,7 @@ class ToolSettings:
     require_reason: bool = False
     escalate_after: timedelta | None = None
     escalate_to: tuple[str, ...] = ()
+    standing_approval: timedelta | None = None
     rules: tuple[Rule, ...] = field(default_factory=tuple)
 
 
@@ -70,8 +73,9 @@ def tool_settings(tool: Tool) -> ToolSettings:
         expires_in=seconds(tool.expires_in),
         allow_self_approval=tool.allow_self_approval,
         require_reason=tool.require_reason,
-        escalate_after=seconds(getattr(tool, "escalate_after", None)),
-        escalate_to=tuple(getattr(tool, "escalate_to", ()) or ()),
+        escalate_after=tool.escalate_after,
+        escalate_to=tool.escalate_to,
+        standing_approval=tool.standing_approval,
         rules=tuple(tool.rules),
     )
 

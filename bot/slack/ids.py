@@ -62,6 +62,7 @@ class BlockId(StrEnum):
     DECISION_PREFIX = "decision"
     ACTIONS_PREFIX = "actions"
     REMINDER_PREFIX = "reminder"
+    ESCALATION_PREFIX = "escalation"
     # App Home
     HOME_CARD_PREFIX = "home_card"
     HOME_WAITING_HEADER = "home_waiting_header"

@@ -72,6 +72,10 @@ class SlackPresenter:
         card = card_info(request, run, self.agents)
         await self._post(run, messages.reminder(card, list(card.approvers)))
 
+    async def post_escalation(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
+        card = card_info(request, run, self.agents)
+        await self._post(run, messages.escalation(card))
+
     async def notify(self, user_id: str, channel_id: str, text: str, thread_ts: str | None) -> None:
         try:
             await self.client.chat_postEphemeral(

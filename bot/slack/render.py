@@ -70,6 +70,9 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         created_at=request.created_at,
         min_approvals=request.min_approvals,
         require_reason=request.require_reason,
+        rule=request.rule,
+        escalate_to=tuple(request.escalate_to or ()),
+        escalated_at=request.escalated_at,
         approvals=request.approvals,
     )
 

@@ -50,13 +50,24 @@ def make_policy_agents(base_url: str, effects: SideEffects) -> list[Agent]:
         effects.deploys.append({"environment": environment, "replicas": replicas})
         return {"scaled": replicas, "environment": environment}
 
+    @tool(
+        require_approval=True,
+        approvers=["U_APPROVER"],
+        escalate_after=1,
+        escalate_to=["U_MEMBER"],
+    )
+    def rollback(service: str) -> dict:
+        """Roll a service back: Avery decides; after a second, Sam is called in too."""
+        effects.restarts.append(f"rollback:{service}")
+        return {"rolled_back": service}
+
     model = OpenAIChatModel("fake", base_url=base_url, api_key="test-key")
     settings = ModelSettings(timeout=5, max_retries=1, backoff_base=0.01, backoff_max=0.05)
     ops = Agent(
         id="ops",
         model=model,
         instructions="You run operations.",
-        tools=[deploy, restart, release, scale],
+        tools=[deploy, restart, release, scale, rollback],
         model_settings=settings,
     )
     return [ops]

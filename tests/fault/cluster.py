@@ -71,6 +71,7 @@ class Cluster:
         lease_seconds: float = 2,
         sweep_interval: float = 0.3,
         min_approvals: int = 1,
+        escalate_after: float | None = None,
     ) -> Replica:
         port = free_port()
         env = {
@@ -102,6 +103,8 @@ class Cluster:
             "--min-approvals",
             str(min_approvals),
         ]
+        if escalate_after is not None:
+            cmd += ["--escalate-after", str(escalate_after)]
         if die_after_decision:
             cmd.append("--die-after-decision")
         log_path = self.tmp_path / f"{name}.log"

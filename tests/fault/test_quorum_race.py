@@ -76,3 +76,28 @@ async def test_approvals_racing_on_two_replicas_continue_the_run_once(
     claims = sum(r.log().count("event=run_claimed") for r in (a, b))
     assert claims == 1, cluster.logs()
     assert_clean(a, b)
+
+
+async def test_escalation_fires_once_across_two_replicas(
+    cluster: Cluster,
+    store,  # noqa: F811
+) -> None:
+    sb = cluster.sandbox
+    a, b = await asyncio.gather(
+        cluster.start("replica-a", escalate_after=1, sweep_interval=0.1),
+        cluster.start("replica-b", escalate_after=1, sweep_interval=0.1),
+    )
+    sb.bot_url = a.url
+    delivery = await sb.slash_command("U_REQUESTER", "ops deploy v2 to staging")
+    assert delivery.ok, delivery.summary()
+    await sb.wait_for(lambda s: cards(s), timeout=20)
+    rid = request_id(cards(sb)[0])
+    await sb.wait_for(lambda _: "Escalated:" in thread_text(sb), timeout=20)
+    await asyncio.sleep(1.0)  # both sweeps ran several times since
+    assert thread_text(sb).count("has waited too long") == 1
+    request = await store.get_request(rid)
+    assert request is not None and request.escalated_at is not None
+    trail = await store.audit_trail(request.run_id)
+    assert [e.outcome for e in trail if e.action == "escalate"] == ["escalated"]
+    assert sum(r.log().count("event=request_escalated") for r in (a, b)) == 1
+    assert_clean(a, b)

@@ -42,6 +42,7 @@ BLOCK_IDS = {
     "CARD_ANSWER": "card_answer",
     "CARD_REASON_FOR_REVIEW": "card_reason_for_review",
     "CARD_QUORUM": "card_quorum",
+    "ESCALATION_PREFIX": "escalation",
     "EDIT_REASON_INPUT": "sayso:reason",
     "DECISION_PREFIX": "decision",
     "ACTIONS_PREFIX": "actions",

@@ -129,6 +129,11 @@ def _meta(card: CardInfo, now: datetime | None) -> dict[str, Any]:
             past = now is not None and utc(card.expires_at) <= utc(now)
             parts.append(f"{'Expired' if past else 'Expires'} {slack_date(card.expires_at)}")
         parts.append(f"Who may decide: {who_may_decide(card.approvers)}")
+        if card.rule:
+            parts.append(f"Rule: {L.escape(card.rule)}")
+        if card.escalated_at:
+            called = mention_list(card.escalate_to)
+            parts.append(f":arrow_double_up: Escalated to {called} {slack_date(card.escalated_at)}")
         if card.kind == "review":
             parts.append("Click *Review* to respond, or reply in this thread.")
     return L.context(parts, BlockId.CARD_META)

@@ -44,6 +44,9 @@ class CardInfo:
     created_at: datetime | None = None  # added: orders the home tab (newest first)
     min_approvals: int = 1
     require_reason: bool = False
+    rule: str | None = None
+    escalate_to: tuple[str, ...] = ()
+    escalated_at: datetime | None = None
     approvals: tuple[str, ...] = ()  # who approved so far, towards `min_approvals`
 
 

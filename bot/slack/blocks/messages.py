@@ -141,6 +141,21 @@ def ephemeral(text: str) -> dict[str, Any]:
     return _msg(body, [L.section(body, BlockId.EPHEMERAL)])
 
 
+def escalation(card: CardInfo) -> dict[str, Any]:
+    """The request is still undecided: the escalation group is called in and may decide."""
+    who = mention_list(card.escalate_to) if card.escalate_to else "Anyone here"
+    what = "a review" if card.kind == "review" else _q(card.tool_name)
+    text = (
+        f":arrow_double_up: *Escalated:* {who}: {what} for agent *{L.escape(card.agent_id)}* "
+        "has waited too long. You may decide it now: use the card in this thread."
+    )
+    fallback = f"Escalated: {card.tool_name} for {card.agent_id} is waiting for a decision."
+    return _msg(
+        L.escape(fallback),
+        [L.section(text, L.block_id(BlockId.ESCALATION_PREFIX, card.request_id))],
+    )
+
+
 def reminder(card: CardInfo, approvers: Sequence[str]) -> dict[str, Any]:
     """A nudge to the approvers that a request is still waiting (no buttons: use the card)."""
     who = mention_list(approvers) if approvers else "Anyone here"

@@ -27,6 +27,10 @@ def upgrade() -> None:
         sa.Column("require_reason", sa.Boolean, nullable=False, server_default=sa.false()),
     )
     op.add_column("approval_requests", sa.Column("rule", sa.String(200)))
+    op.add_column("approval_requests", sa.Column("escalate_at", sa.DateTime(timezone=True)))
+    op.add_column("approval_requests", sa.Column("escalate_to", sa.JSON(none_as_null=True)))
+    op.add_column("approval_requests", sa.Column("escalated_at", sa.DateTime(timezone=True)))
+    op.create_index("ix_requests_status_escalate", "approval_requests", ["status", "escalate_at"])
     op.create_table(
         "request_approvals",
         sa.Column(
@@ -43,6 +47,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("request_approvals")
-    op.drop_column("approval_requests", "rule")
+    op.drop_index("ix_requests_status_escalate", table_name="approval_requests")
+    for column in ("escalated_at", "escalate_to", "escalate_at", "rule"):
+        op.drop_column("approval_requests", column)
     op.drop_column("approval_requests", "require_reason")
     op.drop_column("approval_requests", "min_approvals")
