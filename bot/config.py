@@ -35,8 +35,11 @@ class Settings(BaseSettings):
     sayso_max_active_runs: int = Field(default=8, ge=1)
     sayso_replica_id: str | None = None
     sayso_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # issue 12, approval policies (SAYSO_ADMINS is shared with issue 11: keep one definition)
+    sayso_admins: Annotated[tuple[str, ...], NoDecode] = ()
+    sayso_policy: str | None = None
 
-    @field_validator("sayso_approvers", mode="before")
+    @field_validator("sayso_approvers", "sayso_admins", mode="before")
     @classmethod
     def _split_approvers(cls, value: object) -> tuple[str, ...]:
         if value is None or value == "":

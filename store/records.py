@@ -58,6 +58,7 @@ class RequestPolicy:
     rule: str | None = None
     escalate_at: datetime | None = None
     escalate_to: list[str] = field(default_factory=list)
+    standing_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,8 @@ class ApprovalRequestRecord:
     escalate_to: Any = None
     """Who is called in when the request escalates (a list of user or group ids)."""
     escalated_at: datetime | None = None
+    standing_seconds: int | None = None
+    """How long an "Approve, and allow in this thread" grant lasts (None: not offered)."""
     approvers: tuple[str, ...] = ()
     anyone: bool = False
     approvals: tuple[str, ...] = ()
@@ -154,6 +157,28 @@ class ApprovalRequestRecord:
     def expired_at(self, now: datetime | None = None) -> bool:
         """Past its deadline (whether or not a sweep has marked it `expired` yet)."""
         return self.status == "expired" or self.expires_at <= (now or utcnow())
+
+
+@dataclass(frozen=True)
+class GrantRecord:
+    """A standing approval: calls of `tool_name` in one thread run without a card until
+    `expires_at`, unless revoked."""
+
+    id: str
+    agent_id: str
+    tool_name: str
+    channel_id: str
+    thread_ts: str
+    granted_by: str
+    granted_at: datetime
+    expires_at: datetime
+    request_id: str | None = None
+    message_ts: str | None = None
+    revoked_by: str | None = None
+    revoked_at: datetime | None = None
+
+    def live(self, now: datetime | None = None) -> bool:
+        return self.revoked_at is None and self.expires_at > (now or utcnow())
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,7 @@ async def insert_request(
             rule=policy.rule,
             escalate_at=policy.escalate_at,
             escalate_to=policy.escalate_to or None,
+            standing_seconds=policy.standing_seconds,
             interrupted=interrupted,
             created_at=now,
         )

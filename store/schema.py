@@ -108,6 +108,7 @@ approval_requests = sa.Table(
     sa.Column("escalate_at", UTCDateTime),
     sa.Column("escalate_to", _json()),
     sa.Column("escalated_at", UTCDateTime),
+    sa.Column("standing_seconds", sa.Integer),
     sa.UniqueConstraint("run_id", "pause_seq", "call_id", name="uq_requests_run_pause_call"),
     sa.Index("ix_requests_run_status", "run_id", "pause_seq", "status"),
     sa.Index("ix_requests_status_expires", "status", "expires_at"),
@@ -144,6 +145,25 @@ request_approvals = sa.Table(
 )
 """The approvals counted so far towards a request's quorum: one row per person (a second
 click by the same person inserts nothing)."""
+
+standing_grants = sa.Table(
+    "standing_grants",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("agent_id", sa.String(200), nullable=False),
+    sa.Column("tool_name", sa.String(200), nullable=False),
+    sa.Column("channel_id", sa.String(64), nullable=False),
+    sa.Column("thread_ts", sa.String(64), nullable=False),
+    sa.Column("granted_by", sa.String(64), nullable=False),
+    sa.Column("granted_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("request_id", sa.String(64)),
+    sa.Column("message_ts", sa.String(64)),
+    sa.Column("revoked_by", sa.String(64)),
+    sa.Column("revoked_at", UTCDateTime),
+    sa.Index("ix_standing_grants_thread", "channel_id", "thread_ts", "tool_name"),
+)
+"""Standing approvals: calls of one tool in one thread run without a card until then."""
 
 audit_events = sa.Table(
     "audit_events",

@@ -11,7 +11,7 @@ from typing import Any, Unpack
 
 from bot.agent.state import RunResult
 from store import audit as audit_ops
-from store import escalation, migrate, quorum
+from store import escalation, grants, migrate, quorum
 from store import requests as request_ops
 from store import runs as run_ops
 from store.accessor import PolicyFn, StoreStateAccessor
@@ -22,6 +22,7 @@ from store.records import (
     ApprovalRequestRecord,
     AuditEvent,
     DecisionOutcome,
+    GrantRecord,
     Lease,
     RequestPolicy,
     RunRecord,
@@ -175,6 +176,54 @@ class Store:
     ) -> list[ApprovalRequestRecord]:
         """Escalate pending requests past their escalation time, each exactly once."""
         return await escalation.escalate_due(self.db, now, limit)
+
+    # -- standing approvals ------------------------------------------------------------------
+
+    async def add_grant(
+        self,
+        *,
+        agent_id: str,
+        tool_name: str,
+        channel_id: str,
+        thread_ts: str,
+        granted_by: str,
+        lasts: timedelta,
+        request_id: str | None = None,
+        run_id: str | None = None,
+    ) -> GrantRecord:
+        """Let calls of one tool in one thread run without a card for `lasts` (audited)."""
+        return await grants.add_grant(
+            self.db,
+            agent_id=agent_id,
+            tool_name=tool_name,
+            channel_id=channel_id,
+            thread_ts=thread_ts,
+            granted_by=granted_by,
+            lasts=lasts,
+            request_id=request_id,
+            run_id=run_id,
+        )
+
+    async def live_grant(
+        self, *, agent_id: str, tool_name: str, channel_id: str, thread_ts: str
+    ) -> GrantRecord | None:
+        return await grants.live_grant(
+            self.db,
+            agent_id=agent_id,
+            tool_name=tool_name,
+            channel_id=channel_id,
+            thread_ts=thread_ts,
+        )
+
+    async def get_grant(self, grant_id: str) -> GrantRecord | None:
+        return await grants.get_grant(self.db, grant_id)
+
+    async def set_grant_message(self, grant_id: str, message_ts: str) -> None:
+        await grants.set_grant_message(self.db, grant_id, message_ts)
+
+    async def revoke_grant(self, grant_id: str, actor: str) -> tuple[bool, GrantRecord | None]:
+        """Revoke a grant once (audited): (this call revoked it, the grant now)."""
+        return await grants.revoke_grant(self.db, grant_id, actor)
 
     async def expire_due(
         self, now: datetime | None = None, limit: int = 100

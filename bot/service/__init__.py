@@ -12,6 +12,7 @@ from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
 from bot.service.commands import Command, parse
 from bot.service.decide import OUTPUT_FIELD, REASON_FIELD, Action, Decider
+from bot.service.grants import Grants
 from bot.service.outcome import IGNORED, Actor, Outcome
 from bot.service.permissions import may_decide, may_decide_open_requests
 from bot.service.ports import Directory, Person, Presenter
@@ -56,6 +57,8 @@ class Service:
         self.settings = settings
         self.runner = Runner(store, agents, presenter, settings)
         self.decider = Decider(store, agents, directory, presenter, self.runner, workspace_team_id)
+        self.grants = Grants(store, agents, directory, presenter, self.runner, settings.admins)
+        self.decider.on_standing = self._give_grant
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
         # Work after an ack (starting a run, recording a decision) done at once: a burst of
@@ -147,14 +150,32 @@ class Service:
         arguments: dict[str, Any] | None = None,
         reason: str | None = None,
         output: Any = None,
+        standing: bool = False,
     ) -> Outcome:
+        """Record a decision; `standing`: an approval that also allows the tool in the
+        request's thread for the time its policy says (a standing approval)."""
         async with self._intake:
             outcome = await self.decider.decide(
-                request_id, actor, action, arguments=arguments, reason=reason, output=output
+                request_id,
+                actor,
+                action,
+                arguments=arguments,
+                reason=reason,
+                output=output,
+                standing=standing,
             )
         if outcome.ok:
             await self._refresh_home(actor.user_id)
         return outcome
+
+    async def _give_grant(self, request: ApprovalRequestRecord, actor: Actor) -> None:
+        run = await self.store.get_run(request.run_id)
+        if run is not None:
+            await self.grants.give(request, run, actor)
+
+    async def revoke(self, grant_id: str, actor: Actor) -> Outcome:
+        """Revoke a standing approval (its granter, an admin or the tool's approvers may)."""
+        return await self.grants.revoke(grant_id, actor)
 
     async def retry(self, run_id: str, actor: Actor) -> Outcome:
         """Run a failed run again (its requester or its approvers may)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.agent.tools import Tool, argument_errors
@@ -75,6 +76,8 @@ class Decider:
         self.presenter = presenter
         self.runner = runner
         self.workspace_team_id = workspace_team_id
+        self.on_standing: Callable[[ApprovalRequestRecord, Actor], Awaitable[None]] | None = None
+        """Called when an approval that won asked to allow the tool in its thread."""
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         """May this person decide this request now? (Used before opening a modal.)"""
@@ -139,6 +142,7 @@ class Decider:
         arguments: dict[str, Any] | None = None,
         reason: str | None = None,
         output: Any = None,
+        standing: bool = False,
     ) -> Outcome:
         checked = await self.precheck(request_id, actor, action, arguments, output, reason)
         if not checked.ok:  # a losing attempt is audited by precheck
@@ -172,13 +176,20 @@ class Decider:
             if result.expired:
                 await self.refresh_card(result.request)
             return Outcome(kind, already_decided(result.request), result.request)
-        return await self._decided(request, actor, result)
+        return await self._decided(request, actor, result, standing and action == "approve")
 
     async def _decided(
-        self, request: ApprovalRequestRecord, actor: Actor, result: DecisionOutcome
+        self,
+        request: ApprovalRequestRecord,
+        actor: Actor,
+        result: DecisionOutcome,
+        standing: bool = False,
     ) -> Outcome:
-        """After a recorded decision: show it, continue the run when its pause is complete."""
+        """After a recorded decision: show it (and any standing approval it gives, before
+        the run goes on), continue the run when its pause is complete."""
         assert result.request is not None
+        if standing and self.on_standing is not None:
+            await self.on_standing(result.request, actor)
         log.info(
             "event=decided run_id=%s call_id=%s actor=%s status=%s",
             request.run_id,

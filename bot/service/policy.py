@@ -33,6 +33,7 @@ class EffectivePolicy:
     require_reason: bool
     escalate_after: timedelta | None = None
     escalate_to: tuple[str, ...] = ()
+    standing_approval: timedelta | None = None
     rule: str | None = None
     """The label of the rule that applies (None: the tool's own settings)."""
     why: str = ""
@@ -48,7 +49,15 @@ class EffectivePolicy:
             rule=self.rule,
             escalate_at=now + self.escalate_after if self.escalate_after else None,
             escalate_to=list(self.escalate_to),
+            standing_seconds=self.standing_seconds,
         )
+
+    @property
+    def standing_seconds(self) -> int | None:
+        """A standing approval is offered only where one approval suffices."""
+        if self.standing_approval is None or self.min_approvals > 1:
+            return None
+        return max(1, int(self.standing_approval.total_seconds()))
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,7 @@ def evaluate(
         require_reason=own.require_reason,
         escalate_after=own.escalate_after,
         escalate_to=own.escalate_to,
+        standing_approval=own.standing_approval,
         why="no rule matches: the tool's own settings apply",
     )
     checked = _validated(tool, arguments)
@@ -133,6 +143,7 @@ def _apply(base: EffectivePolicy, index: int, rule: Rule) -> EffectivePolicy:
         require_reason=base.require_reason if rule.require_reason is None else rule.require_reason,
         escalate_after=seconds(rule.escalate_after) or base.escalate_after,
         escalate_to=tuple(rule.escalate_to) if rule.escalate_to is not None else base.escalate_to,
+        standing_approval=base.standing_approval,
         rule=label,
         why=f"{label} (#{index + 1}) is the first rule whose condition holds",
     )

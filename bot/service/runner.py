@@ -15,7 +15,14 @@ from bot.service.continuation import decisions_from, render_output
 from bot.service.policy import EffectivePolicy, ToolSettings, evaluate, tool_settings
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
-from store import Lease, LeaseLostError, RequestPolicy, Store
+from store import (
+    ApprovalRequestRecord,
+    Lease,
+    LeaseLostError,
+    RequestPolicy,
+    RunRecord,
+    Store,
+)
 
 log = logging.getLogger("sayso.service")
 
@@ -28,6 +35,8 @@ class ServiceSettings:
     lease_seconds: float = 30.0
     retention: timedelta = timedelta(days=30)
     max_active_runs: int = 8
+    admins: tuple[str, ...] = ()
+    """Who may revoke any standing approval (SAYSO_ADMINS)."""
 
 
 def run_context(
@@ -376,12 +385,49 @@ class Runner:
         finally:
             await self.store.release(lease)
 
+    async def _under_grant(self, run: RunRecord, request: ApprovalRequestRecord) -> bool:
+        """Approve a call a standing approval covers (same tool, same thread, one approval
+        suffices), post one line saying so, continue the run; True when it did."""
+        if request.kind != "approval" or request.min_approvals > 1:
+            return False
+        if not run.channel_id or not run.thread_ts:
+            return False
+        grant = await self.store.live_grant(
+            agent_id=run.agent_id,
+            tool_name=request.tool_name,
+            channel_id=run.channel_id,
+            thread_ts=run.thread_ts,
+        )
+        if grant is None:
+            return False
+        result = await self.store.decide(
+            request.id,
+            actor=f"grant:{grant.id}",
+            status="approved",
+            reason=f"standing approval given by {grant.granted_by}",
+        )
+        if not result.won:
+            return result.request is not None and result.request.status != "pending"
+        log.info(
+            "event=auto_approved run_id=%s call_id=%s grant_id=%s granted_by=%s",
+            run.id,
+            request.call_id,
+            grant.id,
+            grant.granted_by,
+        )
+        await self.safely(self.presenter.post_auto_approved(run, request, grant))
+        if result.run_ready:
+            await self.continue_run(run.id)
+        return True
+
     async def post_cards(self, run_id: str) -> None:
         run = await self.store.get_run(run_id)
         if run is None:
             return
         for request in await self.store.current_requests(run_id):
             if request.message_ts is not None or request.status != "pending":
+                continue
+            if await self._under_grant(run, request):
                 continue
             try:
                 ts = await self.presenter.post_card(run, request)

@@ -56,6 +56,7 @@ def service_settings(settings: Settings) -> ServiceSettings:
         lease_seconds=settings.sayso_lease_seconds,
         retention=settings.sayso_retention,
         max_active_runs=settings.sayso_max_active_runs,
+        admins=settings.sayso_admins,
     )
 
 

@@ -25,6 +25,10 @@ class ActionId(StrEnum):
     REVIEW = "review"
     VIEW_ARGS = "view_args"
     RETRY = "retry"
+    APPROVE_ALWAYS = "approve_always"
+    """Approve, and allow the tool in this thread for a while (a standing approval)."""
+    REVOKE = "revoke"
+    """Revoke a standing approval (on its message in the thread)."""
     VALUE = "value"
     """Every input element of a modal (its block says which field it is)."""
 
@@ -63,6 +67,9 @@ class BlockId(StrEnum):
     ACTIONS_PREFIX = "actions"
     REMINDER_PREFIX = "reminder"
     ESCALATION_PREFIX = "escalation"
+    GRANT_PREFIX = "grant"
+    GRANT_ACTIONS_PREFIX = "grant_actions"
+    AUTO_APPROVED = "auto_approved"
     # App Home
     HOME_CARD_PREFIX = "home_card"
     HOME_WAITING_HEADER = "home_waiting_header"

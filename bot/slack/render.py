@@ -73,6 +73,7 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         rule=request.rule,
         escalate_to=tuple(request.escalate_to or ()),
         escalated_at=request.escalated_at,
+        standing_seconds=request.standing_seconds,
         approvals=request.approvals,
     )
 

@@ -61,13 +61,25 @@ def make_policy_agents(base_url: str, effects: SideEffects) -> list[Agent]:
         effects.restarts.append(f"rollback:{service}")
         return {"rolled_back": service}
 
+    @tool(require_approval=True, standing_approval="1h")
+    def get_logs(service: str) -> str:
+        """Read a service's logs (approvers may allow it in a thread for an hour)."""
+        effects.restarts.append(f"logs:{service}")
+        return f"logs of {service}"
+
+    @tool(require_approval=True, standing_approval="2s")
+    def get_metrics(service: str) -> str:
+        """Read a service's metrics (a standing approval lasts two seconds)."""
+        effects.restarts.append(f"metrics:{service}")
+        return f"metrics of {service}"
+
     model = OpenAIChatModel("fake", base_url=base_url, api_key="test-key")
     settings = ModelSettings(timeout=5, max_retries=1, backoff_base=0.01, backoff_max=0.05)
     ops = Agent(
         id="ops",
         model=model,
         instructions="You run operations.",
-        tools=[deploy, restart, release, scale, rollback],
+        tools=[deploy, restart, release, scale, rollback, get_logs, get_metrics],
         model_settings=settings,
     )
     return [ops]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from bot.sandbox import payloads
-from bot.slack.blocks import cards, home, messages, modals
+from bot.slack.blocks import cards, grants, home, messages, modals
 from bot.slack.blocks.data import CardInfo, RunInfo
 from bot.slack.ids import SLASH_COMMAND, ActionId, BlockId, CallbackId
 from tests.slack_listeners.helpers import world
@@ -22,6 +23,8 @@ ACTION_IDS = {
     "VIEW_ARGS": "view_args",
     "RETRY": "retry",
     "VALUE": "value",
+    "APPROVE_ALWAYS": "approve_always",
+    "REVOKE": "revoke",
 }
 CALLBACK_IDS = {
     "EDIT": "sayso_edit",
@@ -43,6 +46,9 @@ BLOCK_IDS = {
     "CARD_REASON_FOR_REVIEW": "card_reason_for_review",
     "CARD_QUORUM": "card_quorum",
     "ESCALATION_PREFIX": "escalation",
+    "GRANT_PREFIX": "grant",
+    "GRANT_ACTIONS_PREFIX": "grant_actions",
+    "AUTO_APPROVED": "auto_approved",
     "EDIT_REASON_INPUT": "sayso:reason",
     "DECISION_PREFIX": "decision",
     "ACTIONS_PREFIX": "actions",
@@ -122,6 +128,8 @@ def _surfaces() -> list[dict[str, Any]]:
     return [
         *(cards.request_card(c) for c in all_cards),
         *(cards.request_card(_card("approval", status="approved")),),
+        cards.request_card(_card("approval", standing_seconds=3600)),
+        grants.grant_message("G_GONE", "deploy", "U_APPROVER", datetime.now(UTC)),
         messages.run_failed(run, "boom"),
         home.home_view(all_cards, 4, [run], user_id="U_MEMBER"),
         *(form(_card("approval")) for form in forms),

@@ -18,6 +18,7 @@ from bot.slack.blocks.fmt import (
     utc,
     who_may_decide,
 )
+from bot.slack.blocks.grants import approve_always_button
 from bot.slack.ids import DECISION_BUTTON, ActionId, BlockId
 
 PENDING_TITLE: dict[RequestKind, tuple[str, str]] = {
@@ -99,6 +100,9 @@ def decision_buttons(card: CardInfo, args_cut: bool = False) -> list[dict[str, A
             for decision in ALL_APPROVAL_DECISIONS
             if decision in allowed
         )
+        always = approve_always_button(card) if "approve" in allowed else None
+        if always is not None:
+            out.insert(1, always)
     if args_cut:
         out.append(view_args_button(rid))
     return out

@@ -47,6 +47,7 @@ class CardInfo:
     rule: str | None = None
     escalate_to: tuple[str, ...] = ()
     escalated_at: datetime | None = None
+    standing_seconds: int | None = None
     approvals: tuple[str, ...] = ()  # who approved so far, towards `min_approvals`
 
 

@@ -87,6 +87,40 @@ async def on_approve(
         await tell_actor(client, service, body, outcome.message, outcome.request)
 
 
+async def on_approve_always(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Approve, and allow the tool in this thread for a while (its confirm came first)."""
+    await ack()
+    service = service_of(context)
+    request_id = action.get("value", "")
+    if foreign(body, await service.approval_request(request_id)):
+        await tell_actor(client, service, body, FOREIGN)
+        return
+    outcome = await service.decide(request_id, actor_from(body), "approve", standing=True)
+    if not outcome.ok:
+        await tell_actor(client, service, body, outcome.message, outcome.request)
+
+
+async def on_revoke(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Revoke a standing approval, from its message in the thread."""
+    await ack()
+    service = service_of(context)
+    outcome = await service.revoke(action.get("value", ""), actor_from(body))
+    if not outcome.ok:
+        await tell_actor(client, service, body, outcome.message)
+
+
 async def on_open_form(
     ack: AsyncAck,
     body: dict[str, Any],
@@ -162,3 +196,5 @@ def register(app: AsyncApp) -> None:
         app.action(action_id)(on_open_form)
     app.action(ActionId.VIEW_ARGS)(on_view_args)
     app.action(ActionId.RETRY)(on_retry)
+    app.action(ActionId.APPROVE_ALWAYS)(on_approve_always)
+    app.action(ActionId.REVOKE)(on_revoke)
