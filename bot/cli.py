@@ -69,6 +69,14 @@ async def cmd_runs(args: argparse.Namespace, settings: Settings) -> None:
         await store.close()
 
 
+async def cmd_policy(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.policy_cli import run_policy_command
+
+    code = run_policy_command(args, settings)
+    if code:
+        raise SystemExit(code)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sayso", description="A Slack approval bot for AI agents.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -90,10 +98,13 @@ def parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=int, default=50)
     show = runs_sub.add_parser("show", help="one run, its requests and its audit trail")
     show.add_argument("run_id")
+    from bot.policy_cli import add_parser
+
+    add_parser(sub)
     return p
 
 
-COMMANDS = {"run": cmd_run, "demo": cmd_demo, "db": cmd_db, "runs": cmd_runs}
+COMMANDS = {"run": cmd_run, "demo": cmd_demo, "db": cmd_db, "runs": cmd_runs, "policy": cmd_policy}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

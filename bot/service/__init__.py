@@ -15,6 +15,8 @@ from bot.service.decide import OUTPUT_FIELD, REASON_FIELD, Action, Decider
 from bot.service.grants import Grants
 from bot.service.outcome import IGNORED, Actor, Outcome
 from bot.service.permissions import may_decide, may_decide_open_requests
+from bot.service.policy_file import PolicyError, load_policy
+from bot.service.policy_report import rows as policy_rows
 from bot.service.ports import Directory, Person, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner, ServiceSettings
@@ -167,6 +169,29 @@ class Service:
         if outcome.ok:
             await self._refresh_home(actor.user_id)
         return outcome
+
+    # -- the policy file ------------------------------------------------------------------
+
+    def load_policy(self, path: str) -> None:
+        """Use the policy file at `path` for new requests (raises `PolicyError` with the
+        line); the effective policy is logged, one line per tool and rule."""
+        self.runner.policy_file = load_policy(path, self.agents)
+        for row in policy_rows(self.runner.policies, self.agents):
+            log.info("event=policy %s", " ".join(f"{k}={v.strip() or '-'}" for k, v in row.items()))
+
+    def reload_policy(self) -> bool:
+        """SIGHUP: read the file again; a bad file keeps the policy in force (and says why).
+        Requests already created keep the policy they were created with."""
+        book = self.runner.policy_file
+        if book is None:
+            return False
+        try:
+            self.load_policy(book.path)
+        except PolicyError as exc:
+            log.warning("event=policy_reload_failed error=%s: the previous policy stays", exc)
+            return False
+        log.info("event=policy_reloaded path=%s", book.path)
+        return True
 
     async def _give_grant(self, request: ApprovalRequestRecord, actor: Actor) -> None:
         run = await self.store.get_run(request.run_id)

@@ -114,7 +114,7 @@ def evaluate(
     checked = _validated(tool, arguments)
     for index, rule in enumerate(own.rules):
         if rule.matches(checked):
-            return _apply(base, index, rule)
+            return apply_rule(base, index, rule)
     if not own.rules:
         return replace(base, why="the tool has no rules")
     return base
@@ -129,7 +129,8 @@ def _validated(tool: Tool | None, arguments: dict[str, Any]) -> dict[str, Any]:
         return dict(arguments or {})
 
 
-def _apply(base: EffectivePolicy, index: int, rule: Rule) -> EffectivePolicy:
+def apply_rule(base: EffectivePolicy, index: int, rule: Rule) -> EffectivePolicy:
+    """`base` with what `rule` (the `index`-th) sets."""
     label = rule_label(index, rule)
     return EffectivePolicy(
         approvers=tuple(rule.approvers) if rule.approvers is not None else base.approvers,

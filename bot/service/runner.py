@@ -10,9 +10,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult, Tool
+from bot.agent import (
+    Agent,
+    Message,
+    PendingToolCall,
+    Run,
+    RunEvent,
+    RunResult,
+    Tool,
+    ToolCall,
+)
 from bot.service.continuation import decisions_from, render_output
-from bot.service.policy import EffectivePolicy, ToolSettings, evaluate, tool_settings
+from bot.service.policies import Policies
+from bot.service.policy import EffectivePolicy, ToolSettings
+from bot.service.policy_file import PolicyFile
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
 from store import (
@@ -70,6 +81,7 @@ class Runner:
         # meanwhile), so acks never queue behind a flood of runs and the pool is not exhausted.
         self._slots = asyncio.Semaphore(settings.max_active_runs)
         self._queued: set[str] = set()
+        self.policies = Policies(settings.default_approvers, settings.approval_ttl)
 
     # -- background work ------------------------------------------------------------------
 
@@ -120,18 +132,23 @@ class Runner:
 
     def call_policy(self, agent: Agent, tool: Tool, arguments: dict[str, Any]) -> EffectivePolicy:
         """The approval policy of one call of `tool` with these arguments."""
-        return evaluate(
-            agent,
-            self.tool_settings(agent, tool),
-            arguments,
-            default_approvers=self.settings.default_approvers,
-            default_ttl=self.settings.approval_ttl,
-            tool=tool,
-        )
+        return self.policies.call_policy(agent, tool, arguments)
 
     def tool_settings(self, agent: Agent, tool: Tool) -> ToolSettings:
-        """A tool's own approval settings (a policy file may override the code's)."""
-        return tool_settings(tool)
+        return self.policies.tool_settings(agent, tool)
+
+    def needs_approval(
+        self, agent: Agent
+    ) -> Callable[[ToolCall, dict[str, Any]], Awaitable[bool]] | None:
+        return self.policies.needs_approval(agent)
+
+    @property
+    def policy_file(self) -> PolicyFile | None:
+        return self.policies.policy_file
+
+    @policy_file.setter
+    def policy_file(self, book: PolicyFile | None) -> None:
+        self.policies.policy_file = book
 
     # -- use cases ----------------------------------------------------------------------------
 
@@ -191,7 +208,12 @@ class Runner:
 
         async def begin(accessor: Any, on_event: Any) -> RunResult:
             return await agent.run(
-                conversation, context=context, state=accessor, run_id=run_id, on_event=on_event
+                conversation,
+                context=context,
+                state=accessor,
+                run_id=run_id,
+                on_event=on_event,
+                require_approval=self.needs_approval(agent),
             )
 
         self.spawn(self._drive(lease, agent, begin), name=f"run:{run_id}")
@@ -252,7 +274,13 @@ class Runner:
         if retry and status == "failed":
 
             async def fn(acc: Any, ev: Any) -> RunResult:
-                return await agent.continue_run(run=result, state=acc, retry=True, on_event=ev)
+                return await agent.continue_run(
+                    run=result,
+                    state=acc,
+                    retry=True,
+                    on_event=ev,
+                    require_approval=self.needs_approval(agent),
+                )
 
         elif status == "waiting_for_human" and result.run.pause is not None:
             requests = await self.store.current_requests(lease.run_id)
@@ -262,7 +290,13 @@ class Runner:
             kwargs = decisions_from(requests)
 
             async def fn(acc: Any, ev: Any) -> RunResult:
-                return await agent.continue_run(run=result, state=acc, on_event=ev, **kwargs)
+                return await agent.continue_run(
+                    run=result,
+                    state=acc,
+                    on_event=ev,
+                    require_approval=self.needs_approval(agent),
+                    **kwargs,
+                )
 
         elif status == "running":
 
