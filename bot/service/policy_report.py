@@ -49,7 +49,7 @@ def rows(runner: Policies, agents: AgentRegistry) -> list[dict[str, str]]:
     for agent in agents:
         for tool in agent.tools.values():
             own = runner.tool_settings(agent, tool)
-            base = _without_rules(runner, agent, tool)
+            base = without_rules(runner, agent, tool)
             out.append(_row(agent.id, tool.name, needs_approval(runner, agent, tool), base))
             for index, rule in enumerate(own.rules):
                 label = rule.name or f"rule {index + 1}"
@@ -57,7 +57,7 @@ def rows(runner: Policies, agents: AgentRegistry) -> list[dict[str, str]]:
     return out
 
 
-def _without_rules(runner: Policies, agent: Agent, tool: Tool) -> EffectivePolicy:
+def without_rules(runner: Policies, agent: Agent, tool: Tool) -> EffectivePolicy:
     own = replace(runner.tool_settings(agent, tool), rules=())
     return evaluate(
         agent,

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from typing import TypeVar, get_args
 
+from bot.agent import Agent
 from bot.agent.vocabulary import (
     ALL_APPROVAL_DECISIONS,
     RequestKind,
     RequestStatus,
     RunStatus,
 )
+from bot.service.policies import Policies
+from bot.service.policy import apply_rule
+from bot.service.policy_report import needs_approval, without_rules
 from bot.service.registry import AgentRegistry
-from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo
+from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo, WhoApproves
 from store import ApprovalRequestRecord, RunRecord
 
 _Word = TypeVar("_Word", bound=str)
@@ -78,12 +82,30 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
     )
 
 
-def agent_infos(agents: AgentRegistry) -> list[AgentInfo]:
+def agent_infos(agents: AgentRegistry, policies: Policies | None = None) -> list[AgentInfo]:
     return [
         AgentInfo(
             agent_id=a.id,
             description=a.description,
             tools=tuple((t.name, t.kind, t.description.split("\n")[0]) for t in a.tools.values()),
+            approvals=_approvals(a, policies) if policies else None,
         )
         for a in agents
     ]
+
+
+def _approvals(agent: Agent, policies: Policies) -> dict[str, tuple[WhoApproves, ...]]:
+    """Who must approve each tool that may need approval, from the effective policy."""
+    out: dict[str, tuple[WhoApproves, ...]] = {}
+    for tool in agent.tools.values():
+        when = needs_approval(policies, agent, tool)
+        if when in ("never", "answer"):
+            continue
+        own = policies.tool_settings(agent, tool)
+        base = without_rules(policies, agent, tool)
+        rows = [WhoApproves(base.approvers, base.min_approvals, when=when)]
+        for index, rule in enumerate(own.rules):
+            p = apply_rule(base, index, rule)
+            rows.append(WhoApproves(p.approvers, p.min_approvals, rule=p.rule))
+        out[tool.name] = tuple(rows)
+    return out

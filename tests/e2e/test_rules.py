@@ -69,3 +69,14 @@ async def test_an_edit_into_a_stricter_rule_applies_it(h: Harness) -> None:
     await wait_answer(h, "Scaled.")
     await h.idle()
     assert h.effects.deploys == [{"environment": "production", "replicas": 3}]
+
+
+async def test_help_lists_who_must_approve_each_tool(h: Harness) -> None:
+    await h.sandbox.slash_command("U_REQUESTER", "help")
+    await h.sandbox.wait_for(lambda sb: sb.ephemerals("U_REQUESTER"))
+    text = ephemeral_text(h, "U_REQUESTER")
+    assert "approval: any full member, 2 approvals" in text  # deploy
+    assert "approval (by rule): any full member" in text  # release
+    assert "└ production: <!subteam^S_APPROVERS>" in text
+    assert "└ prod: any full member, 2 approvals" in text  # scale
+    assert "approval: <@U_APPROVER>" in text  # rollback

@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.slack.blocks import limits as L
 from bot.slack.blocks.cards import _q
-from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo
+from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo, WhoApproves
 from bot.slack.blocks.fmt import (
     KIND_LABEL,
     RUN_STATUS,
@@ -98,6 +98,16 @@ def run_failed(run: RunInfo, error: str) -> dict[str, Any]:
     return _msg(L.escape(f"The run failed: {error}"), blocks)
 
 
+def _who_approves(who: WhoApproves) -> str:
+    """`approval (by rule): <!subteam^S1>, 2 approvals` or `└ production: …`."""
+    people = mention_list(who.approvers, 300) if who.approvers else "any full member"
+    count = f", {who.min_approvals} approvals" if who.min_approvals > 1 else ""
+    if who.rule is not None:
+        return f"└ {L.escape(who.rule)}: {people}{count}"
+    when = f" ({L.escape(who.when)})" if who.when and who.when != "always" else ""
+    return f"approval{when}: {people}{count}"
+
+
 def _agent_text(agent: AgentInfo) -> str:
     lines = [f"*{L.escape(agent.agent_id)}* — {L.escape(one_line(agent.description))}"]
     for name, kind, desc in agent.tools:
@@ -105,6 +115,8 @@ def _agent_text(agent: AgentInfo) -> str:
         line = f"• {_q(name)} ({label})"
         if desc:
             line += " — " + L.escape(L.cut_text(one_line(desc), 200))
+        for who in (agent.approvals or {}).get(name, ()):
+            line += "\n    " + _who_approves(who)
         lines.append(line)
     return "\n".join(lines)
 
