@@ -164,7 +164,9 @@ class Tool:
         if self.escalate_after is not None and not self.escalate_to:
             raise ValueError(f"Tool {self.name}: escalate_after needs escalate_to (who to call in)")
         self.standing_approval = _duration(standing_approval)
-        if self.rules and require_approval is None and kind == "auto":
+        self.asks_by_rules = bool(self.rules) and require_approval is None and kind == "auto"
+        """True when only calls a rule matches need approval (no `require_approval`)."""
+        if self.asks_by_rules:
             self.require_approval = self._a_rule_matches
         self._context_param: str | None = None
         self._args_model = self._build_args_model()

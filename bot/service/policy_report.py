@@ -36,7 +36,7 @@ def needs_approval(runner: Policies, agent: Agent, tool: Tool) -> str:
     if tool.kind == "approval" or tool.require_approval is True:
         return "always"
     rules = runner.tool_settings(agent, tool).rules
-    if rules and (tool.require_approval is None or tool.require_approval == tool._a_rule_matches):
+    if rules and (tool.require_approval is None or tool.asks_by_rules):
         return "by rule"
     if callable(tool.require_approval):
         return "callable"
