@@ -101,6 +101,14 @@ def _agents_or_none(settings: Settings) -> AgentRegistry | None:
         return None
 
 
+async def cmd_policy(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.policy_cli import run_policy_command
+
+    code = run_policy_command(args, settings)
+    if code:
+        raise SystemExit(code)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sayso", description="A Slack approval bot for AI agents.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -129,10 +137,13 @@ def parser() -> argparse.ArgumentParser:
         "cancel", help="cancel a run: no further tool runs, its open requests close"
     )
     cancel.add_argument("run_id")
+    from bot.policy_cli import add_parser
+
+    add_parser(sub)
     return p
 
 
-COMMANDS = {"run": cmd_run, "demo": cmd_demo, "db": cmd_db, "runs": cmd_runs}
+COMMANDS = {"run": cmd_run, "demo": cmd_demo, "db": cmd_db, "runs": cmd_runs, "policy": cmd_policy}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -10,8 +10,10 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+from bot.agent.util import parse_duration
+
+__all__ = ["ConfigError", "Settings", "load_settings", "parse_duration", "require"]
+
 _PRINCIPAL = re.compile(r"^[UWS][A-Z0-9_]+$")
 
 
@@ -30,18 +32,6 @@ def parse_rate_limit(value: object) -> tuple[int, str] | None:
             f"{value!r} is not a rate: use N/second, N/minute or N/hour (N ≥ 1), or off"
         )
     return int(match.group(1)), match.group(2)
-
-
-def parse_duration(value: object) -> timedelta:
-    """`90`, `90s`, `30m`, `24h`, `7d` -> timedelta."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, int | float):
-        return timedelta(seconds=float(value))
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ValueError(f"{value!r} is not a duration: use seconds or a number with s, m, h or d")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
 
 
 class Settings(BaseSettings):
@@ -102,7 +92,10 @@ class Settings(BaseSettings):
         raw = self.secret("sayso_encryption_keys") or ""
         return tuple(k.strip() for k in raw.split(",") if k.strip())
 
-    @field_validator("sayso_approvers", mode="before")
+    # issue 12, approval policies: a YAML policy file overriding the code's settings
+    sayso_policy: str | None = None
+
+    @field_validator("sayso_approvers", "sayso_admins", mode="before")
     @classmethod
     def _split_approvers(cls, value: object) -> tuple[str, ...]:
         if value is None or value == "":

@@ -47,11 +47,18 @@ class Lease:
 class RequestPolicy:
     """Who may decide a new approval request, until when, and whether the requester may.
 
-    An empty `approvers` list means any full member (stored as the principal `*`)."""
+    An empty `approvers` list means any full member (stored as the principal `*`);
+    `min_approvals` distinct people must approve before the call runs."""
 
     approvers: list[str]
     expires_at: datetime
     allow_self_approval: bool = True
+    min_approvals: int = 1
+    require_reason: bool = False
+    rule: str | None = None
+    escalate_at: datetime | None = None
+    escalate_to: list[str] = field(default_factory=list)
+    standing_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -115,16 +122,63 @@ class ApprovalRequestRecord:
     interrupted: bool
     created_at: datetime
     reminded_at: datetime | None = None
+    min_approvals: int = 1
+    require_reason: bool = False
+    rule: str | None = None
+    """The label of the policy rule that applied when the call was proposed (or edited)."""
+    escalate_at: datetime | None = None
+    escalate_to: Any = None
+    """Who is called in when the request escalates (a list of user or group ids)."""
+    escalated_at: datetime | None = None
+    standing_seconds: int | None = None
+    """How long an "Approve, and allow in this thread" grant lasts (None: not offered)."""
     approvers: tuple[str, ...] = ()
     anyone: bool = False
+    approvals: tuple[str, ...] = ()
+    """Who approved so far towards the quorum (in order), while `min_approvals` > 1."""
 
     @property
     def pending(self) -> bool:
         return self.status == "pending"
 
+    @property
+    def current_arguments(self) -> Any:
+        """What would run if approved now: a quorum request edited while pending runs the
+        edit (a decided request keeps its proposal in `arguments`, its edit aside)."""
+        if self.status == "pending" and self.edited_arguments is not None:
+            return self.edited_arguments
+        return self.arguments
+
+    @property
+    def approvals_missing(self) -> int:
+        """How many more approvals the quorum needs (0 once it is met)."""
+        return max(0, self.min_approvals - len(self.approvals))
+
     def expired_at(self, now: datetime | None = None) -> bool:
         """Past its deadline (whether or not a sweep has marked it `expired` yet)."""
         return self.status == "expired" or self.expires_at <= (now or utcnow())
+
+
+@dataclass(frozen=True)
+class GrantRecord:
+    """A standing approval: calls of `tool_name` in one thread run without a card until
+    `expires_at`, unless revoked."""
+
+    id: str
+    agent_id: str
+    tool_name: str
+    channel_id: str
+    thread_ts: str
+    granted_by: str
+    granted_at: datetime
+    expires_at: datetime
+    request_id: str | None = None
+    message_ts: str | None = None
+    revoked_by: str | None = None
+    revoked_at: datetime | None = None
+
+    def live(self, now: datetime | None = None) -> bool:
+        return self.revoked_at is None and self.expires_at > (now or utcnow())
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from store.audit import add_audit
 from store.db import Database, insert_ignore
 from store.records import ANYONE, ApprovalRequestRecord, DecisionOutcome, RequestPolicy
 from store.schema import approval_requests as req
+from store.schema import request_approvals as rv
 from store.schema import request_approvers as ra
 from store.schema import runs
 
@@ -34,10 +35,23 @@ async def _approvers(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, lis
     return found
 
 
+async def _approvals(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, list[str]]:
+    """Who approved each quorum request so far, in order."""
+    found: dict[str, list[str]] = {i: [] for i in ids}
+    if not ids:
+        return found
+    query = sa.select(rv.c.request_id, rv.c.approver).where(rv.c.request_id.in_(list(ids)))
+    for request_id, approver in (await conn.execute(query.order_by(rv.c.at, rv.c.approver))).all():
+        found[request_id].append(approver)
+    return found
+
+
 async def fetch(conn: AsyncConnection, query: sa.Select[Any]) -> list[ApprovalRequestRecord]:
-    """Run a select over approval_requests and attach each row's approvers."""
+    """Run a select over approval_requests and attach each row's approvers (and, for a
+    quorum, the approvals so far)."""
     rows = (await conn.execute(query)).all()
     principals = await _approvers(conn, [r.id for r in rows])
+    approvals = await _approvals(conn, [r.id for r in rows if (r.min_approvals or 1) > 1])
     records = []
     for row in rows:
         m = row._mapping
@@ -47,6 +61,7 @@ async def fetch(conn: AsyncConnection, query: sa.Select[Any]) -> list[ApprovalRe
                 **{name: m[name] for name in _COLUMNS},
                 approvers=tuple(p for p in listed if p != ANYONE),
                 anyone=ANYONE in listed or not listed,
+                approvals=tuple(approvals.get(row.id, ())),
             )
         )
     return records
@@ -122,6 +137,12 @@ async def insert_request(
             expires_at=policy.expires_at,
             requester=requester,
             allow_self_approval=policy.allow_self_approval,
+            min_approvals=policy.min_approvals,
+            require_reason=policy.require_reason,
+            rule=policy.rule,
+            escalate_at=policy.escalate_at,
+            escalate_to=policy.escalate_to or None,
+            standing_seconds=policy.standing_seconds,
             interrupted=interrupted,
             created_at=now,
         )

@@ -103,11 +103,19 @@ approval_requests = sa.Table(
     sa.Column("interrupted", sa.Boolean, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("reminded_at", UTCDateTime, nullable=True),
+    sa.Column("min_approvals", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("require_reason", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("rule", sa.String(200)),
+    sa.Column("escalate_at", UTCDateTime),
+    sa.Column("escalate_to", sa.JSON(none_as_null=True)),
+    sa.Column("escalated_at", UTCDateTime),
+    sa.Column("standing_seconds", sa.Integer),
     sa.UniqueConstraint("run_id", "pause_seq", "call_id", name="uq_requests_run_pause_call"),
     sa.Index("ix_requests_run_status", "run_id", "pause_seq", "status"),
     sa.Index("ix_requests_status_expires", "status", "expires_at"),
     sa.Index("ix_requests_status_created", "status", "created_at"),
     sa.Index("ix_requests_message", "channel_id", "message_ts"),
+    sa.Index("ix_requests_status_escalate", "status", "escalate_at"),
 )
 
 request_approvers = sa.Table(
@@ -122,6 +130,41 @@ request_approvers = sa.Table(
     sa.Column("principal", sa.String(64), primary_key=True),
     sa.Index("ix_request_approvers_principal", "principal", "request_id"),
 )
+
+request_approvals = sa.Table(
+    "request_approvals",
+    metadata,
+    sa.Column(
+        "request_id",
+        sa.String(64),
+        sa.ForeignKey("approval_requests.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("approver", sa.String(64), primary_key=True),
+    sa.Column("at", UTCDateTime, nullable=False),
+    sa.Column("args_hash", sa.String(64), nullable=False),
+)
+"""The approvals counted so far towards a request's quorum: one row per person (a second
+click by the same person inserts nothing)."""
+
+standing_grants = sa.Table(
+    "standing_grants",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("agent_id", sa.String(200), nullable=False),
+    sa.Column("tool_name", sa.String(200), nullable=False),
+    sa.Column("channel_id", sa.String(64), nullable=False),
+    sa.Column("thread_ts", sa.String(64), nullable=False),
+    sa.Column("granted_by", sa.String(64), nullable=False),
+    sa.Column("granted_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("request_id", sa.String(64)),
+    sa.Column("message_ts", sa.String(64)),
+    sa.Column("revoked_by", sa.String(64)),
+    sa.Column("revoked_at", UTCDateTime),
+    sa.Index("ix_standing_grants_thread", "channel_id", "thread_ts", "tool_name"),
+)
+"""Standing approvals: calls of one tool in one thread run without a card until then."""
 
 audit_events = sa.Table(
     "audit_events",

@@ -7,22 +7,25 @@ import secrets
 import socket
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Unpack
+from typing import Any, Unpack
 
 from bot.agent.state import RunResult
 from store import audit as audit_ops
-from store import migrate
+from store import escalation, grants, migrate, quorum
 from store import requests as request_ops
 from store import runs as run_ops
 from store.accessor import PolicyFn, StoreStateAccessor
 from store.audit import AuditEntry
 from store.cancel import CancelOutcome, cancel_run
 from store.db import DEFAULT_URL, Database
+from store.quorum import ApprovalCount
 from store.records import (
     ApprovalRequestRecord,
     AuditEvent,
     DecisionOutcome,
+    GrantRecord,
     Lease,
+    RequestPolicy,
     RunRecord,
 )
 from store.rekey import reencrypt
@@ -164,6 +167,86 @@ class Store:
         """Decide a pending request exactly once: the first attempt before its deadline wins;
         every attempt is audited."""
         return await request_ops.decide(self.db, request_id, now=now, **attempt)
+
+    async def count_approval(
+        self,
+        request_id: str,
+        *,
+        actor: str,
+        edited_arguments: dict[str, Any] | None = None,
+        reason: str | None = None,
+        now: datetime | None = None,
+    ) -> ApprovalCount:
+        """Count one person's approval of a quorum request (an edit resets the count first);
+        the approval that meets the quorum decides the request exactly once."""
+        return await quorum.count_approval(
+            self.db,
+            request_id,
+            actor=actor,
+            edited_arguments=edited_arguments,
+            reason=reason,
+            now=now,
+        )
+
+    async def reapply_policy(
+        self, request_id: str, policy: RequestPolicy
+    ) -> ApprovalRequestRecord | None:
+        """Put a pending request under a stricter policy (an edit moved it under a rule)."""
+        return await quorum.reapply_policy(self.db, request_id, policy)
+
+    async def escalate_due(
+        self, now: datetime | None = None, limit: int = 100
+    ) -> list[ApprovalRequestRecord]:
+        """Escalate pending requests past their escalation time, each exactly once."""
+        return await escalation.escalate_due(self.db, now, limit)
+
+    # -- standing approvals ------------------------------------------------------------------
+
+    async def add_grant(
+        self,
+        *,
+        agent_id: str,
+        tool_name: str,
+        channel_id: str,
+        thread_ts: str,
+        granted_by: str,
+        lasts: timedelta,
+        request_id: str | None = None,
+        run_id: str | None = None,
+    ) -> GrantRecord:
+        """Let calls of one tool in one thread run without a card for `lasts` (audited)."""
+        return await grants.add_grant(
+            self.db,
+            agent_id=agent_id,
+            tool_name=tool_name,
+            channel_id=channel_id,
+            thread_ts=thread_ts,
+            granted_by=granted_by,
+            lasts=lasts,
+            request_id=request_id,
+            run_id=run_id,
+        )
+
+    async def live_grant(
+        self, *, agent_id: str, tool_name: str, channel_id: str, thread_ts: str
+    ) -> GrantRecord | None:
+        return await grants.live_grant(
+            self.db,
+            agent_id=agent_id,
+            tool_name=tool_name,
+            channel_id=channel_id,
+            thread_ts=thread_ts,
+        )
+
+    async def get_grant(self, grant_id: str) -> GrantRecord | None:
+        return await grants.get_grant(self.db, grant_id)
+
+    async def set_grant_message(self, grant_id: str, message_ts: str) -> None:
+        await grants.set_grant_message(self.db, grant_id, message_ts)
+
+    async def revoke_grant(self, grant_id: str, actor: str) -> tuple[bool, GrantRecord | None]:
+        """Revoke a grant once (audited): (this call revoked it, the grant now)."""
+        return await grants.revoke_grant(self.db, grant_id, actor)
 
     async def expire_due(
         self, now: datetime | None = None, limit: int = 100

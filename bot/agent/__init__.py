@@ -16,6 +16,7 @@ from bot.agent.decisions import (
 from bot.agent.errors import ModelError, ToolError, UnknownSchemaVersionError
 from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
 from bot.agent.models import ModelSettings
+from bot.agent.rules import Rule
 from bot.agent.sensitive import Sensitive
 from bot.agent.state import (
     SCHEMA_VERSION,
@@ -43,6 +44,7 @@ __all__ = [
     "ModelSettings",
     "Pause",
     "PendingToolCall",
+    "Rule",
     "Run",
     "RunEvent",
     "RunResult",

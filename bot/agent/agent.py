@@ -282,7 +282,10 @@ class Agent:
             raise ValueError(f"Run {r.id} is not waiting for human input (status: {r.status})")
         else:
             decisions: list[RecordableDecision] = [
-                *(ToolCallDecision.approve(d.call_id, decided_by=d.decided_by) for d in approvals),
+                *(
+                    ToolCallDecision.approve(d.call_id, reason=d.reason, decided_by=d.decided_by)
+                    for d in approvals
+                ),
                 *(
                     ToolCallDecision.reject(d.call_id, d.reason, decided_by=d.decided_by)
                     for d in rejections

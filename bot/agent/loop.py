@@ -364,6 +364,7 @@ class Driver:
             tool_name=tc.call.name,
             context=run.context,
             decided_by=tc.decision.decided_by if tc.decision else None,
+            decision_reason=tc.decision.reason if tc.decision else None,
         )
         try:
             output = await tool.invoke(tc.arguments, ctx)

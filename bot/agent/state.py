@@ -46,8 +46,10 @@ class ToolCallDecision(BaseModel):
     decided_at: datetime = Field(default_factory=utcnow)
 
     @classmethod
-    def approve(cls, call_id: str, *, decided_by: str | None = None) -> ToolCallDecision:
-        return cls(call_id=call_id, type="approve", decided_by=decided_by)
+    def approve(
+        cls, call_id: str, *, reason: str | None = None, decided_by: str | None = None
+    ) -> ToolCallDecision:
+        return cls(call_id=call_id, type="approve", reason=reason, decided_by=decided_by)
 
     @classmethod
     def reject(

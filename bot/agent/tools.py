@@ -8,14 +8,16 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from types import UnionType
 from typing import Any, TypedDict, Union, Unpack, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from bot.agent.messages import ToolCall
+from bot.agent.rules import Rule, first_match
 from bot.agent.sensitive import mask_arguments, redact, sensitive_parameters
-from bot.agent.util import maybe_await
+from bot.agent.util import maybe_await, parse_duration
 from bot.agent.vocabulary import ALL_APPROVAL_DECISIONS, ApprovalDecision, ToolKind
 
 ApprovalPolicy = bool | Callable[[ToolCall, dict[str, Any]], "bool | Awaitable[bool]"]
@@ -34,6 +36,12 @@ class ToolOptions(TypedDict, total=False):
     expires_in: float | None
     allowed_decisions: Sequence[ApprovalDecision]
     confirm: bool
+    min_approvals: int
+    require_reason: bool
+    rules: Sequence[Rule]
+    escalate_after: float | str | timedelta | None
+    escalate_to: Sequence[str]
+    standing_approval: float | str | timedelta | None
 
 
 @dataclass(frozen=True)
@@ -46,11 +54,17 @@ class ToolContext:
     tool_name: str
     context: dict[str, Any] = field(default_factory=dict)
     decided_by: str | None = None
+    decision_reason: str | None = None
+    """The reason the approver gave (a tool with `require_reason=True` always has one)."""
 
     @property
     def idempotency_key(self) -> str:
         """Stable across retries and recoveries: pass it downstream to dedupe side effects."""
         return f"{self.run_id}:{self.call_id}"
+
+
+def _duration(value: float | str | timedelta | None) -> timedelta | None:
+    return None if value is None else parse_duration(value)
 
 
 def _is_context(annotation: Any) -> bool:
@@ -87,6 +101,17 @@ class Tool:
         expires_in: seconds before an undecided request expires (default: the settings').
         allowed_decisions: a non-empty subset of approve, edit and reject.
         confirm: ask the approver to confirm before the decision is recorded.
+        min_approvals: how many distinct allowed people must approve before the call runs
+            (a quorum; one reject still rejects).
+        require_reason: approving (or editing) needs a written reason, which the body
+            receives as `ToolContext.decision_reason`.
+        rules: `Rule`s over the validated arguments; the first that matches sets the policy
+            of that call. Without `require_approval`, only calls a rule matches need approval.
+        escalate_after: a duration (`"30m"`, or seconds) after which an undecided request
+            escalates: `escalate_to` (user or group ids) is called in and may decide too.
+        escalate_to: who is called in when the request escalates.
+        standing_approval: a duration (`"1h"`): the card offers "Approve, and allow this tool
+            in this thread" for that long (never for calls needing more than one approval).
     """
 
     def __init__(
@@ -102,6 +127,12 @@ class Tool:
         expires_in: float | None = None,
         allowed_decisions: Sequence[ApprovalDecision] = ALL_APPROVAL_DECISIONS,
         confirm: bool = False,
+        min_approvals: int = 1,
+        require_reason: bool = False,
+        rules: Sequence[Rule] = (),
+        escalate_after: float | str | timedelta | None = None,
+        escalate_to: Sequence[str] = (),
+        standing_approval: float | str | timedelta | None = None,
     ) -> None:
         if kind not in TOOL_KINDS:
             raise ValueError(f"Unknown tool kind {kind!r}: use auto, approval, manual or hitl")
@@ -112,6 +143,10 @@ class Tool:
             raise ValueError(
                 f"allowed_decisions must be a non-empty subset of {ALL_APPROVAL_DECISIONS}"
             )
+        if isinstance(min_approvals, bool) or not isinstance(min_approvals, int):
+            raise TypeError("min_approvals must be an integer")
+        if min_approvals < 1:
+            raise ValueError("min_approvals must be at least 1")
         self.fn = fn
         self.name = name or fn.__name__
         self.description = (description or inspect.getdoc(fn) or self.name).strip()
@@ -122,12 +157,37 @@ class Tool:
         self.expires_in = expires_in
         self.allowed_decisions: tuple[ApprovalDecision, ...] = tuple(allowed_decisions)
         self.confirm = confirm
+        self.min_approvals = min_approvals
+        self.require_reason = require_reason
+        self.rules: tuple[Rule, ...] = tuple(rules)
+        self.escalate_after = _duration(escalate_after)
+        self.escalate_to = tuple(escalate_to)
+        if self.escalate_after is not None and not self.escalate_to:
+            raise ValueError(f"Tool {self.name}: escalate_after needs escalate_to (who to call in)")
+        self.standing_approval = _duration(standing_approval)
+        self.asks_by_rules = bool(self.rules) and require_approval is None and kind == "auto"
+        """True when only calls a rule matches need approval (no `require_approval`)."""
+        if self.asks_by_rules:
+            self.require_approval = self._a_rule_matches
         self._context_param: str | None = None
         self._args_model = self._build_args_model()
         self.sensitive: frozenset[str] = sensitive_parameters(fn)
         """Parameters annotated `Sensitive()`: masked wherever people or logs see them."""
         self._parameters: dict[str, Any] | None = None
         self._returns = self._return_annotation()
+
+    def _a_rule_matches(self, call: ToolCall, context: dict[str, Any]) -> bool:
+        return self.matching_rule(call.arguments) is not None
+
+    def matching_rule(self, arguments: dict[str, Any]) -> tuple[int, Rule] | None:
+        """The first rule matching the arguments (validated when they are valid)."""
+        if not self.rules:
+            return None
+        try:
+            checked = self.validate(arguments)
+        except ValueError:
+            checked = dict(arguments) if isinstance(arguments, dict) else {}
+        return first_match(self.rules, checked)
 
     def _build_args_model(self) -> type[BaseModel]:
         hints = get_type_hints(self.fn)
@@ -241,8 +301,9 @@ def tool(
     Args:
         fn: the function, when used bare as `@tool`.
         **options: `name`, `description`, `kind`, `require_approval`, `approvers`,
-            `allow_self_approval`, `expires_in`, `allowed_decisions` and `confirm`, as
-            described on `Tool`.
+            `allow_self_approval`, `expires_in`, `allowed_decisions`, `confirm`,
+            `min_approvals`, `require_reason`, `rules`, `escalate_after`, `escalate_to`
+            and `standing_approval`, as described on `Tool`.
 
     Returns a `Tool` (bare `@tool`), or a decorator that makes one (`@tool(...)`).
     """

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Awaitable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
@@ -27,3 +28,19 @@ def estimate_tokens(value: Any) -> int:
     """A rough token count (4 characters a token) of text or of JSON-able data."""
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return max(1, len(text) // 4)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: object) -> timedelta:
+    """`90`, `90s`, `30m`, `24h`, `7d` (or a number of seconds, or a timedelta) -> timedelta."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=float(value))
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a duration: use seconds or a number with s, m, h or d")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])

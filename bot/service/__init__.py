@@ -13,7 +13,8 @@ from bot.agent.vocabulary import PersonAction
 from bot.service.arguments import ArgumentsAccess
 from bot.service.cancel import Canceller, approvals_of
 from bot.service.commands import MAX_REQUEST_CHARS, Command, parse
-from bot.service.decide import OUTPUT_FIELD, Action, Decider
+from bot.service.decide import OUTPUT_FIELD, REASON_FIELD, Action, Decider
+from bot.service.grants import Grants
 from bot.service.limits import StartGate
 from bot.service.outcome import IGNORED, Actor, Outcome
 from bot.service.permissions import (
@@ -21,6 +22,8 @@ from bot.service.permissions import (
     may_decide_open_requests,
     open_request_channels,
 )
+from bot.service.policy_file import PolicyError, load_policy
+from bot.service.policy_report import rows as policy_rows
 from bot.service.ports import Directory, Person, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner, ServiceSettings
@@ -66,6 +69,8 @@ class Service:
         self.gate = StartGate(store, directory, settings.rate_limit)
         self.canceller = Canceller(store, directory, presenter, settings.admins)
         self.arguments_access = ArgumentsAccess(store, directory)
+        self.grants = Grants(store, agents, directory, presenter, self.runner, settings.admins)
+        self.decider.on_standing = self._give_grant
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
         # Work after an ack (starting a run, recording a decision) done at once: a burst of
@@ -173,8 +178,8 @@ class Service:
         reason: str | None = None,
         output: Any = None,
     ) -> Outcome:
-        """Everything `decide` checks, without deciding (a reason needs no check)."""
-        return await self.decider.precheck(request_id, actor, action, arguments, output)
+        """Everything `decide` checks, without deciding (a reason only where one is needed)."""
+        return await self.decider.precheck(request_id, actor, action, arguments, output, reason)
 
     async def decide(
         self,
@@ -185,14 +190,55 @@ class Service:
         arguments: dict[str, Any] | None = None,
         reason: str | None = None,
         output: Any = None,
+        standing: bool = False,
     ) -> Outcome:
+        """Record a decision; `standing`: an approval that also allows the tool in the
+        request's thread for the time its policy says (a standing approval)."""
         async with self._intake:
             outcome = await self.decider.decide(
-                request_id, actor, action, arguments=arguments, reason=reason, output=output
+                request_id,
+                actor,
+                action,
+                arguments=arguments,
+                reason=reason,
+                output=output,
+                standing=standing,
             )
         if outcome.ok:
             await self._refresh_home(actor.user_id)
         return outcome
+
+    # -- the policy file ------------------------------------------------------------------
+
+    def load_policy(self, path: str) -> None:
+        """Use the policy file at `path` for new requests (raises `PolicyError` with the
+        line); the effective policy is logged, one line per tool and rule."""
+        self.runner.policy_file = load_policy(path, self.agents)
+        for row in policy_rows(self.runner.policies, self.agents):
+            log.info("event=policy %s", " ".join(f"{k}={v.strip() or '-'}" for k, v in row.items()))
+
+    def reload_policy(self) -> bool:
+        """SIGHUP: read the file again; a bad file keeps the policy in force (and says why).
+        Requests already created keep the policy they were created with."""
+        book = self.runner.policy_file
+        if book is None:
+            return False
+        try:
+            self.load_policy(book.path)
+        except PolicyError as exc:
+            log.warning("event=policy_reload_failed error=%s: the previous policy stays", exc)
+            return False
+        log.info("event=policy_reloaded path=%s", book.path)
+        return True
+
+    async def _give_grant(self, request: ApprovalRequestRecord, actor: Actor) -> None:
+        run = await self.store.get_run(request.run_id)
+        if run is not None:
+            await self.grants.give(request, run, actor)
+
+    async def revoke(self, grant_id: str, actor: Actor) -> Outcome:
+        """Revoke a standing approval (its granter, an admin or the tool's approvers may)."""
+        return await self.grants.revoke(grant_id, actor)
 
     async def retry(self, run_id: str, actor: Actor) -> Outcome:
         """Run a failed run again (its requester or its approvers may)."""
@@ -359,6 +405,8 @@ class Service:
         for request in await self.store.expire_due(now):
             log.info("event=request_expired run_id=%s call_id=%s", request.run_id, request.call_id)
             await self.decider.refresh_card(request)
+        for request in await self.store.escalate_due(now):
+            await self._escalated(request)
         for run_id in await self.store.ready_runs(now):
             await self.runner.continue_run(run_id)
         for run_id in await self.store.runs_missing_cards(now - CARD_GRACE):
@@ -373,6 +421,19 @@ class Service:
             purged = await self.store.purge(self.settings.retention)
             if purged:
                 log.info("event=purged runs=%d older_than=%s", purged, self.settings.retention)
+
+    async def _escalated(self, request: ApprovalRequestRecord) -> None:
+        """Tell the thread (mentioning who is called in) and show it on the card."""
+        log.info(
+            "event=request_escalated run_id=%s call_id=%s to=%s",
+            request.run_id,
+            request.call_id,
+            ",".join(request.escalate_to or []),
+        )
+        run = await self.store.get_run(request.run_id)
+        if run is not None:
+            await self.runner.safely(self.presenter.post_escalation(run, request))
+        await self.decider.refresh_card(request)
 
     async def _sweep_forever(self, interval: float) -> None:
         while True:
@@ -398,6 +459,7 @@ class Service:
 
 __all__ = [
     "OUTPUT_FIELD",
+    "REASON_FIELD",
     "Action",
     "Actor",
     "AgentRegistry",

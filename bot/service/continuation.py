@@ -31,7 +31,9 @@ def decisions_from(requests: list[ApprovalRequestRecord]) -> dict[str, Any]:
         elif r.kind == "review":
             out["human_input"] = r.output if isinstance(r.output, str) else json.dumps(r.output)
         elif r.status == "approved":
-            out["approvals"].append(AgentToolDecision(r.call_id, decided_by=r.decided_by))
+            out["approvals"].append(
+                AgentToolDecision(r.call_id, r.reason or None, decided_by=r.decided_by)
+            )
         elif r.status == "edited":
             out["edits"].append(
                 AgentToolEdit(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.agent.tools import Tool, argument_errors
@@ -13,10 +14,11 @@ from bot.agent.vocabulary import (
 )
 from bot.service.outcome import Actor, Outcome, OutcomeKind
 from bot.service.permissions import may_decide
+from bot.service.policy import stricter
 from bot.service.ports import Directory, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner
-from store import ApprovalRequestRecord, Store
+from store import ApprovalRequestRecord, DecisionOutcome, Store
 
 log = logging.getLogger("sayso.service")
 
@@ -33,8 +35,17 @@ _VERB: dict[str, str] = {
 }
 OUTPUT_FIELD = "output"
 """The field error key for an answer or a review (edits use the argument names)."""
+REASON_FIELD = "reason"
+"""The field error key for a reason that must be given."""
+REASON_NEEDED = "Write why you approve: this request needs a reason."
+
 _ANSWERS: tuple[PersonAction, ...] = ("answer", "review")
 """Actions that give the call its output."""
+
+
+def _needs_reason(request: ApprovalRequestRecord, action: PersonAction, reason: str | None) -> bool:
+    """Approving (or editing) a request that needs a reason, without one."""
+    return request.require_reason and action in ("approve", "edit") and not (reason or "").strip()
 
 
 def already_decided(request: ApprovalRequestRecord) -> str:
@@ -65,6 +76,8 @@ class Decider:
         self.presenter = presenter
         self.runner = runner
         self.workspace_team_id = workspace_team_id
+        self.on_standing: Callable[[ApprovalRequestRecord, Actor], Awaitable[None]] | None = None
+        """Called when an approval that won asked to allow the tool in its thread."""
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         """May this person decide this request now? (Used before opening a modal.)"""
@@ -102,6 +115,7 @@ class Decider:
         action: PersonAction,
         arguments: dict[str, Any] | None = None,
         output: Any = None,
+        reason: str | None = None,
     ) -> Outcome:
         """Everything `decide` checks before its write (who, still pending, valid input),
         without writing: lets a modal answer with field errors within Slack's 3 s."""
@@ -114,6 +128,10 @@ class Decider:
             return checked
         tool = self.agents.tool(checked.agent_id or "", checked.request.tool_name)
         invalid = self._validate(checked.request, tool, action, arguments, output)
+        if invalid is None and _needs_reason(checked.request, action, reason):
+            invalid = Outcome(
+                "invalid", REASON_NEEDED, checked.request, {REASON_FIELD: REASON_NEEDED}
+            )
         return invalid if invalid is not None else checked
 
     async def decide(
@@ -125,8 +143,9 @@ class Decider:
         arguments: dict[str, Any] | None = None,
         reason: str | None = None,
         output: Any = None,
+        standing: bool = False,
     ) -> Outcome:
-        checked = await self.precheck(request_id, actor, action, arguments, output)
+        checked = await self.precheck(request_id, actor, action, arguments, output, reason)
         if not checked.ok:  # a losing attempt is audited by precheck
             return checked
         request = checked.request
@@ -136,6 +155,13 @@ class Decider:
             tool.validate(arguments or {})  # runtime fills defaults when the call runs
         if action == "answer" and tool is not None:
             output = tool.parse_output(output)
+        if action == "edit" and tool is not None and request.kind == "approval":
+            moved = await self._reevaluate(request, tool, checked, actor, arguments or {}, reason)
+            if isinstance(moved, Outcome):
+                return moved
+            request = moved
+        if request.kind == "approval" and request.min_approvals > 1 and action != "reject":
+            return await self._count_approval(request, actor, arguments, reason, action)
         result = await self.store.decide(
             request.id,
             actor=actor.user_id,
@@ -151,6 +177,20 @@ class Decider:
             if result.expired:
                 await self.refresh_card(result.request)
             return Outcome(kind, already_decided(result.request), result.request)
+        return await self._decided(request, actor, result, standing and action == "approve")
+
+    async def _decided(
+        self,
+        request: ApprovalRequestRecord,
+        actor: Actor,
+        result: DecisionOutcome,
+        standing: bool = False,
+    ) -> Outcome:
+        """After a recorded decision: show it (and any standing approval it gives, before
+        the run goes on), continue the run when its pause is complete."""
+        assert result.request is not None
+        if standing and self.on_standing is not None:
+            await self.on_standing(result.request, actor)
         log.info(
             "event=decided run_id=%s call_id=%s actor=%s status=%s",
             request.run_id,
@@ -164,6 +204,102 @@ class Decider:
         return Outcome(
             "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
         )
+
+    async def _reevaluate(
+        self,
+        request: ApprovalRequestRecord,
+        tool: Tool,
+        checked: Outcome,
+        actor: Actor,
+        arguments: dict[str, Any],
+        reason: str | None,
+    ) -> ApprovalRequestRecord | Outcome:
+        """An edit is evaluated again: one that moves the call under a stricter rule puts the
+        request under that rule, if the editor may approve under it (else nothing changes)."""
+        agent = self.agents.get(checked.agent_id or "")
+        if agent is None:
+            return request
+        new = self.runner.call_policy(agent, tool, arguments)
+        if not stricter(new, request):
+            return request
+        run = checked.run
+        verdict = await may_decide(
+            self.directory,
+            user_id=actor.user_id,
+            team_id=actor.team_id,
+            workspace_team_id=self.workspace_team_id or (run.team_id if run else None),
+            approvers=new.approvers,
+            requester=request.requester,
+            allow_self_approval=new.allow_self_approval,
+        )
+        where = f"Your edit puts this call under {new.rule}"
+        if not verdict.allowed:
+            await self._audit_attempt(request, actor, "denied", f"stricter rule={new.rule}")
+            return Outcome("denied", f"{where}. {verdict.reason} Nothing changed.", request)
+        if new.require_reason and not (reason or "").strip():
+            message = f"{where}, which needs a reason: edit again and write why."
+            return Outcome("invalid", message, request, {REASON_FIELD: message})
+        moved = await self.store.reapply_policy(request.id, new.request_policy(request.expires_at))
+        log.info(
+            "event=rule_applied run_id=%s call_id=%s rule=%s min_approvals=%d",
+            request.run_id,
+            request.call_id,
+            new.rule,
+            new.min_approvals,
+        )
+        await self.store.audit(
+            actor=actor.user_id,
+            action="policy",
+            run_id=request.run_id,
+            call_id=request.call_id,
+            request_id=request.id,
+            tool_name=request.tool_name,
+            arguments=arguments,
+            outcome="stricter",
+            detail=f"rule={new.rule} min_approvals={new.min_approvals}",
+        )
+        return moved or request
+
+    async def _count_approval(
+        self,
+        request: ApprovalRequestRecord,
+        actor: Actor,
+        arguments: dict[str, Any] | None,
+        reason: str | None,
+        action: PersonAction,
+    ) -> Outcome:
+        """An approval (or an edit, which resets the count) towards a quorum."""
+        counted = await self.store.count_approval(
+            request.id,
+            actor=actor.user_id,
+            edited_arguments=arguments if action == "edit" else None,
+            reason=reason,
+        )
+        result = counted.decision
+        if result.request is None:
+            return Outcome("not_found", "This request no longer exists.")
+        if result.won:
+            return await self._decided(request, actor, result)
+        now = result.request
+        if now.status != "pending":
+            kind: OutcomeKind = "expired" if result.expired else "lost"
+            if result.expired:
+                await self.refresh_card(now)
+            return Outcome(kind, already_decided(now), now)
+        waiting = f"waiting for {now.approvals_missing} more"
+        if not counted.counted:
+            return Outcome("invalid", f"You already approved this request; {waiting}.", now)
+        log.info(
+            "event=approval_counted run_id=%s call_id=%s actor=%s approvals=%d/%d",
+            request.run_id,
+            request.call_id,
+            actor.user_id,
+            len(now.approvals),
+            now.min_approvals,
+        )
+        await self.refresh_card(now)
+        verb = "edited and approved" if action == "edit" else "approved"
+        return Outcome("decided", f"You {verb} `{request.tool_name}`; {waiting}.", now)
 
     async def _audit_attempt(
         self, request: ApprovalRequestRecord, actor: Actor, outcome: str, detail: str

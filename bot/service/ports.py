@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.service.streaming import TextSink
-from store import ApprovalRequestRecord, RunRecord
+from store import ApprovalRequestRecord, GrantRecord, RunRecord
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,16 @@ class Presenter(Protocol):
         ...
 
     async def post_reminder(self, run: RunRecord, request: ApprovalRequestRecord) -> None: ...
+
+    async def post_escalation(self, run: RunRecord, request: ApprovalRequestRecord) -> None: ...
+
+    async def post_grant(self, run: RunRecord, grant: GrantRecord) -> str | None: ...
+
+    async def update_grant(self, grant: GrantRecord) -> None: ...
+
+    async def post_auto_approved(
+        self, run: RunRecord, request: ApprovalRequestRecord, grant: GrantRecord
+    ) -> None: ...
 
     async def notify(
         self, user_id: str, channel_id: str, text: str, thread_ts: str | None

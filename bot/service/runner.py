@@ -10,14 +10,34 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
+from bot.agent import (
+    Agent,
+    Message,
+    PendingToolCall,
+    Run,
+    RunEvent,
+    RunResult,
+    Tool,
+    ToolCall,
+)
 from bot.agent.scrub import Failure, scrub
 from bot.service.continuation import decisions_from, render_output
 from bot.service.limits import DEFAULT_RATE_LIMIT, RateLimit
+from bot.service.policies import Policies
+from bot.service.policy import EffectivePolicy, ToolSettings
+from bot.service.policy_file import PolicyFile
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.streaming import RunCallbacks, TextSink
-from store import Lease, LeaseLostError, RequestPolicy, StartLimit, Store
+from store import (
+    ApprovalRequestRecord,
+    Lease,
+    LeaseLostError,
+    RequestPolicy,
+    RunRecord,
+    StartLimit,
+    Store,
+)
 
 log = logging.getLogger("sayso.service")
 
@@ -32,7 +52,8 @@ class ServiceSettings:
     max_active_runs: int = 8
     rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT
     admins: tuple[str, ...] = ()
-    """User and group ids who may cancel or retry any run (SAYSO_ADMINS)."""
+    """User and group ids who may cancel or retry any run and revoke any standing approval
+    (SAYSO_ADMINS)."""
 
 
 def run_context(
@@ -66,6 +87,7 @@ class Runner:
         # meanwhile), so acks never queue behind a flood of runs and the pool is not exhausted.
         self._slots = asyncio.Semaphore(settings.max_active_runs)
         self._queued: set[str] = set()
+        self.policies = Policies(settings.default_approvers, settings.approval_ttl)
 
     # -- background work ------------------------------------------------------------------
 
@@ -99,21 +121,40 @@ class Runner:
     ) -> Callable[[RunResult, PendingToolCall | None], RequestPolicy]:
         def policy(result: RunResult, pending: PendingToolCall | None) -> RequestPolicy:
             tool = agent.tools.get(pending.call.name) if pending else None
-            approvers = (
-                (tool.approvers if tool else ())
-                or agent.approvers
-                or self.settings.default_approvers
-            )
-            ttl = self.settings.approval_ttl
-            if tool is not None and tool.expires_in is not None:
-                ttl = timedelta(seconds=tool.expires_in)
-            return RequestPolicy(
-                approvers=list(approvers),
-                expires_at=datetime.now(UTC) + ttl,
-                allow_self_approval=tool.allow_self_approval if tool else True,
-            )
+            now = datetime.now(UTC)
+            if tool is None or pending is None or pending.kind != "approval":
+                approvers = (tool.approvers if tool else ()) or agent.approvers
+                ttl = self.settings.approval_ttl
+                if tool is not None and tool.expires_in is not None:
+                    ttl = timedelta(seconds=tool.expires_in)
+                return RequestPolicy(
+                    approvers=list(approvers or self.settings.default_approvers),
+                    expires_at=now + ttl,
+                    allow_self_approval=tool.allow_self_approval if tool else True,
+                )
+            return self.call_policy(agent, tool, pending.call.arguments).request_policy(now)
 
         return policy
+
+    def call_policy(self, agent: Agent, tool: Tool, arguments: dict[str, Any]) -> EffectivePolicy:
+        """The approval policy of one call of `tool` with these arguments."""
+        return self.policies.call_policy(agent, tool, arguments)
+
+    def tool_settings(self, agent: Agent, tool: Tool) -> ToolSettings:
+        return self.policies.tool_settings(agent, tool)
+
+    def needs_approval(
+        self, agent: Agent
+    ) -> Callable[[ToolCall, dict[str, Any]], Awaitable[bool]] | None:
+        return self.policies.needs_approval(agent)
+
+    @property
+    def policy_file(self) -> PolicyFile | None:
+        return self.policies.policy_file
+
+    @policy_file.setter
+    def policy_file(self, book: PolicyFile | None) -> None:
+        self.policies.policy_file = book
 
     # -- use cases ----------------------------------------------------------------------------
 
@@ -177,7 +218,12 @@ class Runner:
 
         async def begin(accessor: Any, on_event: Any) -> RunResult:
             return await agent.run(
-                conversation, context=context, state=accessor, run_id=run_id, on_event=on_event
+                conversation,
+                context=context,
+                state=accessor,
+                run_id=run_id,
+                on_event=on_event,
+                require_approval=self.needs_approval(agent),
             )
 
         self.spawn(self._drive(lease, agent, begin, stream=True), name=f"run:{run_id}")
@@ -238,7 +284,13 @@ class Runner:
         if retry and status == "failed":
 
             async def fn(acc: Any, ev: Any) -> RunResult:
-                return await agent.continue_run(run=result, state=acc, retry=True, on_event=ev)
+                return await agent.continue_run(
+                    run=result,
+                    state=acc,
+                    retry=True,
+                    on_event=ev,
+                    require_approval=self.needs_approval(agent),
+                )
 
         elif status == "waiting_for_human" and result.run.pause is not None:
             requests = await self.store.current_requests(lease.run_id)
@@ -248,7 +300,13 @@ class Runner:
             kwargs = decisions_from(requests)
 
             async def fn(acc: Any, ev: Any) -> RunResult:
-                return await agent.continue_run(run=result, state=acc, on_event=ev, **kwargs)
+                return await agent.continue_run(
+                    run=result,
+                    state=acc,
+                    on_event=ev,
+                    require_approval=self.needs_approval(agent),
+                    **kwargs,
+                )
 
             await self._drive(lease, agent, fn, slot_held=slot_held, stream=True)
             return
@@ -394,12 +452,49 @@ class Runner:
         finally:
             await self.store.release(lease)
 
+    async def _under_grant(self, run: RunRecord, request: ApprovalRequestRecord) -> bool:
+        """Approve a call a standing approval covers (same tool, same thread, one approval
+        suffices), post one line saying so, continue the run; True when it did."""
+        if request.kind != "approval" or request.min_approvals > 1:
+            return False
+        if not run.channel_id or not run.thread_ts:
+            return False
+        grant = await self.store.live_grant(
+            agent_id=run.agent_id,
+            tool_name=request.tool_name,
+            channel_id=run.channel_id,
+            thread_ts=run.thread_ts,
+        )
+        if grant is None:
+            return False
+        result = await self.store.decide(
+            request.id,
+            actor=f"grant:{grant.id}",
+            status="approved",
+            reason=f"standing approval given by {grant.granted_by}",
+        )
+        if not result.won:
+            return result.request is not None and result.request.status != "pending"
+        log.info(
+            "event=auto_approved run_id=%s call_id=%s grant_id=%s granted_by=%s",
+            run.id,
+            request.call_id,
+            grant.id,
+            grant.granted_by,
+        )
+        await self.safely(self.presenter.post_auto_approved(run, request, grant))
+        if result.run_ready:
+            await self.continue_run(run.id)
+        return True
+
     async def post_cards(self, run_id: str) -> None:
         run = await self.store.get_run(run_id)
         if run is None:
             return
         for request in await self.store.current_requests(run_id):
             if request.message_ts is not None or request.status != "pending":
+                continue
+            if await self._under_grant(run, request):
                 continue
             channel = self.presenter.card_channel(run, request)
             try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,9 +23,10 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.scrub import install_log_scrubbing
-from bot.config import Settings, parse_rate_limit
+from bot.config import ConfigError, Settings, parse_rate_limit
 from bot.service import Service, ServiceSettings
 from bot.service.limits import RateLimit
+from bot.service.policy_file import PolicyError
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks import home
 from bot.slack.directory import SlackDirectory
@@ -90,10 +93,22 @@ class Bot:
                 "event=no_approvers_configured: any full member of the workspace may decide; "
                 "set SAYSO_APPROVERS or approvers= on agents and tools"
             )
+        if self.settings.sayso_policy:
+            try:
+                asyncio.get_running_loop().add_signal_handler(
+                    signal.SIGHUP, self.service.reload_policy
+                )
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                log.warning("event=no_sighup: reload the policy file by restarting")
         self.service.start_sweeper(self.settings.sayso_sweep_interval)
 
     async def stop(self) -> None:
         await self.identity.stop()
+        if self.settings.sayso_policy:
+            try:
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
         await self.service.close()
         await self.store.close()
 
@@ -331,6 +346,11 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
     presenter = SlackPresenter(client, agents, home_refresher=refresh_home)
     service = Service(store, agents, directory, presenter, service_settings(settings))
     identity = WorkspaceIdentity(client, service)
+    if settings.sayso_policy:
+        try:
+            service.load_policy(settings.sayso_policy)
+        except PolicyError as exc:
+            raise ConfigError(f"SAYSO_POLICY is not usable: {exc}") from None
     app = AsyncApp(
         client=client,
         signing_secret=settings.secret("slack_signing_secret") or "socket-mode-has-no-secret",

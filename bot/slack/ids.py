@@ -27,6 +27,10 @@ class ActionId(StrEnum):
     RETRY = "retry"
     CANCEL = "cancel"
     """The kill switch on a run's root message (value: the run id)."""
+    APPROVE_ALWAYS = "approve_always"
+    """Approve, and allow the tool in this thread for a while (a standing approval)."""
+    REVOKE = "revoke"
+    """Revoke a standing approval (on its message in the thread)."""
     VALUE = "value"
     """Every input element of a modal (its block says which field it is)."""
 
@@ -38,6 +42,8 @@ class CallbackId(StrEnum):
     REJECT = "sayso_reject"
     ANSWER = "sayso_answer"
     REVIEW = "sayso_review"
+    APPROVE = "sayso_approve"
+    """Approve with a reason (tools and rules with `require_reason`)."""
     VIEW_ARGS = "sayso_view_args"
     HOME = "sayso_home"
 
@@ -59,9 +65,14 @@ class BlockId(StrEnum):
     CARD_REASON = "card_reason"
     CARD_ANSWER = "card_answer"
     CARD_REASON_FOR_REVIEW = "card_reason_for_review"
+    CARD_QUORUM = "card_quorum"
     DECISION_PREFIX = "decision"
     ACTIONS_PREFIX = "actions"
     REMINDER_PREFIX = "reminder"
+    ESCALATION_PREFIX = "escalation"
+    GRANT_PREFIX = "grant"
+    GRANT_ACTIONS_PREFIX = "grant_actions"
+    AUTO_APPROVED = "auto_approved"
     # App Home
     HOME_CARD_PREFIX = "home_card"
     HOME_WAITING_HEADER = "home_waiting_header"
@@ -93,6 +104,8 @@ class BlockId(StrEnum):
     REASON_INPUT = "reason"
     ANSWER_INPUT = "answer"
     REVIEW_INPUT = "input"
+    EDIT_REASON_INPUT = "sayso:reason"
+    """The reason input of an edit that needs one (a colon: never an argument's name)."""
     # ... and the rest
     MODAL_INTRO = "sayso:intro"
     MODAL_INTERRUPTED = "sayso:interrupted"
@@ -125,5 +138,6 @@ SUBMIT_DECISION: Final[dict[CallbackId, PersonAction]] = {
     CallbackId.REJECT: "reject",
     CallbackId.ANSWER: "answer",
     CallbackId.REVIEW: "review",
+    CallbackId.APPROVE: "approve",
 }
 """The decision a submitted modal records."""

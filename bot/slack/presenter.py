@@ -10,11 +10,11 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service.registry import AgentRegistry
-from bot.slack.blocks import cards, messages
+from bot.slack.blocks import cards, grants, messages
 from bot.slack.live_status import LiveStatus
 from bot.slack.render import card_info, run_info
 from bot.slack.streaming import AnswerStream
-from store import ApprovalRequestRecord, RunRecord
+from store import ApprovalRequestRecord, GrantRecord, RunRecord
 
 log = logging.getLogger("sayso.slack")
 
@@ -129,6 +129,31 @@ class SlackPresenter:
     async def post_reminder(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         card = card_info(request, run, self.agents)
         await self._post(run, messages.reminder(card, list(card.approvers)))
+
+    async def post_escalation(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
+        card = card_info(request, run, self.agents)
+        await self._post(run, messages.escalation(card))
+
+    async def post_grant(self, run: RunRecord, grant: GrantRecord) -> str | None:
+        message = grants.grant_message(
+            grant.id, grant.tool_name, grant.granted_by, grant.expires_at
+        )
+        return await self._post(run, message)
+
+    async def update_grant(self, grant: GrantRecord) -> None:
+        if not grant.message_ts:
+            return
+        message = grants.grant_message(
+            grant.id, grant.tool_name, grant.granted_by, grant.expires_at, grant.revoked_by
+        )
+        await self.client.chat_update(channel=grant.channel_id, ts=grant.message_ts, **message)
+
+    async def post_auto_approved(
+        self, run: RunRecord, request: ApprovalRequestRecord, grant: GrantRecord
+    ) -> None:
+        await self._post(
+            run, grants.auto_approved(request.tool_name, grant.granted_by, grant.expires_at)
+        )
 
     async def notify(self, user_id: str, channel_id: str, text: str, thread_ts: str | None) -> None:
         try:

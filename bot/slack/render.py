@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar, get_args
 
-from bot.agent import RunResult
+from bot.agent import Agent, RunResult
 from bot.agent.tools import Tool
 from bot.agent.vocabulary import (
     ALL_APPROVAL_DECISIONS,
@@ -13,8 +13,11 @@ from bot.agent.vocabulary import (
     RequestStatus,
     RunStatus,
 )
+from bot.service.policies import Policies
+from bot.service.policy import apply_rule
+from bot.service.policy_report import needs_approval, without_rules
 from bot.service.registry import AgentRegistry
-from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo
+from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo, WhoApproves
 from bot.slack.blocks.status import Step, activity
 from store import ApprovalRequestRecord, RunRecord
 
@@ -111,6 +114,13 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         defaults=tool.masked(tool.defaults_for(request.edited_arguments or request.arguments or {}))
         if tool
         else {},
+        min_approvals=request.min_approvals,
+        require_reason=request.require_reason,
+        rule=request.rule,
+        escalate_to=tuple(request.escalate_to or ()),
+        escalated_at=request.escalated_at,
+        standing_seconds=request.standing_seconds,
+        approvals=request.approvals,
     )
 
 
@@ -121,12 +131,30 @@ def _masked(tool: Tool | None, arguments: Any) -> Any:
     return tool.masked(dict(arguments)) if tool else dict(arguments)
 
 
-def agent_infos(agents: AgentRegistry) -> list[AgentInfo]:
+def agent_infos(agents: AgentRegistry, policies: Policies | None = None) -> list[AgentInfo]:
     return [
         AgentInfo(
             agent_id=a.id,
             description=a.description,
             tools=tuple((t.name, t.kind, t.description.split("\n")[0]) for t in a.tools.values()),
+            approvals=_approvals(a, policies) if policies else None,
         )
         for a in agents
     ]
+
+
+def _approvals(agent: Agent, policies: Policies) -> dict[str, tuple[WhoApproves, ...]]:
+    """Who must approve each tool that may need approval, from the effective policy."""
+    out: dict[str, tuple[WhoApproves, ...]] = {}
+    for tool in agent.tools.values():
+        when = needs_approval(policies, agent, tool)
+        if when in ("never", "answer"):
+            continue
+        own = policies.tool_settings(agent, tool)
+        base = without_rules(policies, agent, tool)
+        rows = [WhoApproves(base.approvers, base.min_approvals, when=when)]
+        for index, rule in enumerate(own.rules):
+            p = apply_rule(base, index, rule)
+            rows.append(WhoApproves(p.approvers, p.min_approvals, rule=p.rule))
+        out[tool.name] = tuple(rows)
+    return out

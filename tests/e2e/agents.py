@@ -22,6 +22,7 @@ class SideEffects:
         self.deploys: list[dict] = []
         self.restarts: list[str] = []
         self.secrets: list[tuple[str, str]] = []
+        self.reasons: list[str | None] = []  # ToolContext.decision_reason, per execution
 
 
 def make_agents(base_url: str, effects: SideEffects) -> list[Agent]:

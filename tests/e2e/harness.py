@@ -35,6 +35,8 @@ class Harness:
         self._runner: web.AppRunner | None = None
         self.settings_overrides: dict[str, Any] = {}
         self.extra_agents: list[Agent] = []  # beside make_agents' (e.g. on another provider)
+        self.make_agents = make_agents
+        """What agents the bot serves (a test may swap in its own before `start_bot`)."""
 
     @property
     def url(self) -> str:
@@ -54,7 +56,7 @@ class Harness:
 
     async def start_bot(self, agents: list[Agent] | None = None) -> Bot:
         """Start the bot with the e2e agents (or `agents`) and any extra agents."""
-        agents = agents or make_agents(self.model.base_url, self.effects)
+        agents = agents or self.make_agents(self.model.base_url, self.effects)
         registry = AgentRegistry([*agents, *self.extra_agents])
         self.bot = build_bot(self.settings(), registry)
         await self.bot.start()

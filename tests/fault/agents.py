@@ -48,11 +48,23 @@ def executions(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
 
 
-def make_agents(model_url: str, effects_path: str | Path, hang: float = 0.0) -> list[Agent]:
-    """The `ops` agent with one approval tool, `deploy`; its body sleeps `hang` s after
-    recording its side effect (so a test can kill the process inside the body)."""
+def make_agents(
+    model_url: str,
+    effects_path: str | Path,
+    hang: float = 0.0,
+    min_approvals: int = 1,
+    escalate_after: float | None = None,
+) -> list[Agent]:
+    """The `ops` agent with one approval tool, `deploy` (needing `min_approvals` people); its
+    body sleeps `hang` s after recording its side effect (so a test can kill the process
+    inside the body; with `escalate_after`, U_APPROVER is called in after that many s)."""
 
-    @tool(require_approval=True)
+    @tool(
+        require_approval=True,
+        min_approvals=min_approvals,
+        escalate_after=escalate_after,
+        escalate_to=["U_APPROVER"] if escalate_after else (),
+    )
     async def deploy(
         environment: Literal["staging", "production"],
         version: str,

@@ -70,6 +70,8 @@ class Cluster:
         die_after_decision: bool = False,
         lease_seconds: float = 2,
         sweep_interval: float = 0.3,
+        min_approvals: int = 1,
+        escalate_after: float | None = None,
     ) -> Replica:
         port = free_port()
         env = {
@@ -98,7 +100,11 @@ class Cluster:
             self.model.base_url,
             "--hang",
             str(hang),
+            "--min-approvals",
+            str(min_approvals),
         ]
+        if escalate_after is not None:
+            cmd += ["--escalate-after", str(escalate_after)]
         if die_after_decision:
             cmd.append("--die-after-decision")
         log_path = self.tmp_path / f"{name}.log"

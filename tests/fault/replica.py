@@ -1,7 +1,8 @@
 """One sayso replica for the fault suite: the real bot (build_bot) serving HTTP on a port.
 
     python -m tests.fault.replica --port 4001 --effects /tmp/effects.jsonl \
-        [--model-url URL] [--hang SECONDS] [--die-after-decision]
+        [--model-url URL] [--hang SECONDS] [--die-after-decision] [--min-approvals N]
+        [--escalate-after SECONDS]
 
 Slack, database, lease and sweep settings come from the environment as for `sayso run`
 (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, DATABASE_URL, SAYSO_LEASE_SECONDS,
@@ -45,7 +46,11 @@ def die_after_decision() -> None:
 async def serve(args: argparse.Namespace) -> None:
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     setup_logging(settings.sayso_log_level)
-    agents = AgentRegistry(make_agents(args.model_url, args.effects, args.hang))
+    agents = AgentRegistry(
+        make_agents(
+            args.model_url, args.effects, args.hang, args.min_approvals, args.escalate_after
+        )
+    )
     bot = build_bot(settings, agents)
     await bot.start()
     runner = web.AppRunner(bot.web_app(), access_log=None)
@@ -66,6 +71,8 @@ def main() -> None:
     p.add_argument("--model-url", required=True)
     p.add_argument("--hang", type=float, default=0.0)
     p.add_argument("--die-after-decision", action="store_true")
+    p.add_argument("--min-approvals", type=int, default=1)
+    p.add_argument("--escalate-after", type=float, default=None)
     args = p.parse_args()
     if args.die_after_decision:
         die_after_decision()

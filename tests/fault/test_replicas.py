@@ -210,17 +210,16 @@ async def test_sigkill_inside_a_tool_body_is_recovered_by_the_other_replica(
     cluster: Cluster, store: Store
 ) -> None:
     sb = cluster.sandbox
-    a, b = await asyncio.gather(
-        cluster.start("replica-a", hang=120, lease_seconds=LEASE, sweep_interval=SWEEP),
-        cluster.start("replica-b", lease_seconds=LEASE, sweep_interval=SWEEP),
-    )
-    card = await start_run(cluster, b)
-    sb.bot_url = a.url
+    a = await cluster.start("replica-a", hang=120, lease_seconds=LEASE, sweep_interval=SWEEP)
+    card = await start_run(cluster, a)
     delivery = await sb.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     assert delivery.ok, delivery.summary()
     # The body recorded its side effect in replica A and now sleeps: kill A right there.
     await sb.wait_for(lambda _: executions(cluster.effects), timeout=20)
     assert executions(cluster.effects)[0]["pid"] == a.proc.pid
+    # B joins only now: had it been sweeping during the click, it could have taken the
+    # ready run before A claimed it (harmless, but then nobody would hang to be killed).
+    b = await cluster.start("replica-b", lease_seconds=LEASE, sweep_interval=SWEEP)
     killed_at = time.monotonic()
     a.kill()
     assert a.proc.returncode == -9

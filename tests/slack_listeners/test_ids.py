@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from bot.sandbox import payloads
-from bot.slack.blocks import cards, home, messages, modals
+from bot.slack.blocks import cards, grants, home, messages, modals
 from bot.slack.blocks.data import CardInfo, RunInfo
 from bot.slack.ids import SLASH_COMMAND, ActionId, BlockId, CallbackId
 from tests.slack_listeners.helpers import world
@@ -23,6 +24,8 @@ ACTION_IDS = {
     "RETRY": "retry",
     "CANCEL": "cancel",
     "VALUE": "value",
+    "APPROVE_ALWAYS": "approve_always",
+    "REVOKE": "revoke",
 }
 CALLBACK_IDS = {
     "EDIT": "sayso_edit",
@@ -31,6 +34,7 @@ CALLBACK_IDS = {
     "REVIEW": "sayso_review",
     "VIEW_ARGS": "sayso_view_args",
     "HOME": "sayso_home",
+    "APPROVE": "sayso_approve",
 }
 BLOCK_IDS = {
     "CARD_HEADER": "card_header",
@@ -42,6 +46,12 @@ BLOCK_IDS = {
     "CARD_REASON": "card_reason",
     "CARD_ANSWER": "card_answer",
     "CARD_REASON_FOR_REVIEW": "card_reason_for_review",
+    "CARD_QUORUM": "card_quorum",
+    "ESCALATION_PREFIX": "escalation",
+    "GRANT_PREFIX": "grant",
+    "GRANT_ACTIONS_PREFIX": "grant_actions",
+    "AUTO_APPROVED": "auto_approved",
+    "EDIT_REASON_INPUT": "sayso:reason",
     "DECISION_PREFIX": "decision",
     "ACTIONS_PREFIX": "actions",
     "REMINDER_PREFIX": "reminder",
@@ -113,10 +123,18 @@ def _surfaces() -> list[dict[str, Any]]:
     """A message or view of every builder that carries buttons or a submit button."""
     all_cards = [_card(k) for k in ("approval", "manual", "hitl", "review")]
     run = RunInfo(run_id="RUN_GONE", agent_id="ops", status="failed", request_text="deploy")
-    forms = [modals.edit_modal, modals.reject_modal, modals.answer_modal, modals.review_modal]
+    forms = [
+        modals.edit_modal,
+        modals.reject_modal,
+        modals.answer_modal,
+        modals.review_modal,
+        modals.approve_modal,
+    ]
     return [
         *(cards.request_card(c) for c in all_cards),
         *(cards.request_card(_card("approval", status="approved")),),
+        cards.request_card(_card("approval", standing_seconds=3600)),
+        grants.grant_message("G_GONE", "deploy", "U_APPROVER", datetime.now(UTC)),
         messages.run_failed(run, "boom"),
         messages.root_message(RunInfo("RUN_GONE", "ops", "running", "deploy")),
         home.home_view(all_cards, 4, [run], user_id="U_MEMBER"),
@@ -140,7 +158,7 @@ def test_the_surfaces_show_every_button_and_form() -> None:
     action_ids = {e["action_id"] for s in surfaces for _, e in _buttons(s)}
     forms = {s["callback_id"] for s in surfaces if "submit" in s}
     assert action_ids == set(ActionId) - {ActionId.VALUE}  # inputs send nothing until submit
-    assert forms == {CallbackId.EDIT, CallbackId.REJECT, CallbackId.ANSWER, CallbackId.REVIEW}
+    assert forms == set(CallbackId) - {CallbackId.VIEW_ARGS, CallbackId.HOME}
 
 
 async def test_every_button_and_form_the_builders_make_has_a_listener(tmp_path: Path) -> None:

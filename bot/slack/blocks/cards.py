@@ -11,12 +11,14 @@ from bot.slack.blocks.data import CardInfo
 from bot.slack.blocks.fmt import (
     compact_json,
     mention,
+    mention_list,
     one_line,
     pretty_json,
     slack_date,
     utc,
     who_may_decide,
 )
+from bot.slack.blocks.grants import approve_always_button
 from bot.slack.blocks.markdown import markdown_block
 from bot.slack.ids import DECISION_BUTTON, ActionId, BlockId
 
@@ -61,7 +63,7 @@ _APPROVAL_BUTTON: dict[ActionId, tuple[str, str | None]] = {
 def _approval_button(card: CardInfo, action_id: ActionId) -> dict[str, Any]:
     text, style = _APPROVAL_BUTTON[action_id]
     confirm = None
-    if action_id is ActionId.APPROVE and card.confirm:
+    if action_id is ActionId.APPROVE and card.confirm and not card.require_reason:
         confirm = L.confirm_dialog(
             f"Run {card.tool_name}?",
             f"Approving runs {_q(card.tool_name)} with the arguments shown.",
@@ -99,6 +101,9 @@ def decision_buttons(card: CardInfo, args_cut: bool = False) -> list[dict[str, A
             for decision in ALL_APPROVAL_DECISIONS
             if decision in allowed
         )
+        always = approve_always_button(card) if "approve" in allowed else None
+        if always is not None:
+            out.insert(1, always)
     if args_cut:
         out.append(view_args_button(rid))
     return out
@@ -129,13 +134,30 @@ def _meta(card: CardInfo, now: datetime | None) -> dict[str, Any]:
             past = now is not None and utc(card.expires_at) <= utc(now)
             parts.append(f"{'Expired' if past else 'Expires'} {slack_date(card.expires_at)}")
         parts.append(f"Who may decide: {who_may_decide(card.approvers)}")
+        if card.rule:
+            parts.append(f"Rule: {L.escape(card.rule)}")
+        if card.escalated_at:
+            called = mention_list(card.escalate_to)
+            parts.append(f":arrow_double_up: Escalated to {called} {slack_date(card.escalated_at)}")
         if card.kind == "review":
             parts.append("Click *Review* to respond, or reply in this thread.")
     return L.context(parts, BlockId.CARD_META)
 
 
+def quorum_line(card: CardInfo) -> str:
+    """Progress towards the quorum: "1 of 2 approvals: ✅ <@U1> · waiting for 1 more from …"."""
+    got = len(card.approvals)
+    text = f"{got} of {card.min_approvals} approvals"
+    if card.approvals:
+        text += ": " + " ".join(f"✅ {mention(a)}" for a in card.approvals)
+    missing = max(0, card.min_approvals - got)
+    return text + f" · waiting for {missing} more from {who_may_decide(card.approvers)}"
+
+
 def _decided_by(card: CardInfo) -> str:
     out = f" by {mention(card.decided_by)}" if card.decided_by else ""
+    if len(card.approvals) > 1 and card.status in ("approved", "edited"):
+        out = f" by {mention_list(card.approvals)}"
     if card.decided_at:
         out += f" {slack_date(card.decided_at)}"
     return out
@@ -185,6 +207,10 @@ def _decision_blocks(card: CardInfo) -> list[dict[str, Any]]:
     if card.status == "edited" and card.edited_arguments is not None:
         text = "*Changed:*\n" + changes_text(card.arguments, card.edited_arguments)
         blocks.append(L.section(text, BlockId.CARD_CHANGES))
+        if card.reason:
+            blocks.append(L.section("*Reason:*\n" + quote(card.reason, 2900), BlockId.CARD_REASON))
+    elif card.status == "approved" and card.reason:
+        blocks.append(L.section("*Reason:*\n" + quote(card.reason, 2900), BlockId.CARD_REASON))
     elif card.status == "rejected":
         reason = quote(card.reason, 2900) if card.reason else "_No reason given._"
         blocks.append(L.section("*Reason:*\n" + reason, BlockId.CARD_REASON))
@@ -229,8 +255,10 @@ def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, An
     blocks = [_header(card)]
     if card.interrupted and card.status == "pending":
         blocks.append(L.section(INTERRUPTED, BlockId.CARD_INTERRUPTED))
+    edited_pending = card.status == "pending" and card.edited_arguments is not None
+    shown = card.edited_arguments if edited_pending else card.arguments
     question = _question(card)
-    if question is not None:  # a question the model wrote: Markdown
+    if question is not None and not edited_pending:  # a question the model wrote: Markdown
         cut = len(question) > L.MARKDOWN_TEXT - 200
         blocks.append(
             markdown_block(
@@ -238,11 +266,18 @@ def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, An
             )
         )
     else:
-        args, cut = L.code_block(pretty_json(card.arguments), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
+        args, cut = L.code_block(pretty_json(shown), L.SECTION_TEXT, L.ARGS_CUT_NOTE)
         blocks.append(L.section(args, BlockId.CARD_ARGS))
+    if edited_pending and card.edited_arguments is not None:
+        text = "*Edited (approvals start again):*\n" + changes_text(
+            card.arguments, card.edited_arguments
+        )
+        blocks.append(L.section(text, BlockId.CARD_CHANGES))
     if card.defaults:
         blocks.append(L.section(defaults_text(card.defaults), BlockId.CARD_DEFAULTS))
     blocks.append(_meta(card, now))
+    if card.min_approvals > 1 and card.status == "pending":
+        blocks.append(L.context([quorum_line(card)], BlockId.CARD_QUORUM))
     blocks.extend(_closing(card, cut))
     return {"text": _fallback(card), "blocks": blocks}
 

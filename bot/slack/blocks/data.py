@@ -46,6 +46,13 @@ class CardInfo:
     """Arguments marked `Sensitive()`: already masked in `arguments`, blank in the edit modal."""
     defaults: dict[str, Any] = field(default_factory=dict)
     """Parameters the arguments leave out, with the defaults they will run with."""
+    min_approvals: int = 1
+    require_reason: bool = False
+    rule: str | None = None
+    escalate_to: tuple[str, ...] = ()
+    escalated_at: datetime | None = None
+    standing_seconds: int | None = None
+    approvals: tuple[str, ...] = ()  # who approved so far, towards `min_approvals`
 
 
 @dataclass(frozen=True)
@@ -66,9 +73,21 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class WhoApproves:
+    """Who must approve a tool's calls (or, for a rule, the calls it matches)."""
+
+    approvers: tuple[str, ...]  # empty: any full member
+    min_approvals: int = 1
+    rule: str | None = None  # None: the tool's own settings
+    when: str = ""  # "always", "by rule", ... (the tool's line only)
+
+
+@dataclass(frozen=True)
 class AgentInfo:
     """An agent and its tools, for the help message."""
 
     agent_id: str
     description: str
     tools: tuple[tuple[str, ToolKind, str], ...]  # (name, kind, description)
+    approvals: dict[str, tuple[WhoApproves, ...]] | None = None
+    """By tool name, from the effective policy (None: not shown)."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.slack.blocks import limits as L
 from bot.slack.blocks.cards import _q
-from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo
+from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo, WhoApproves
 from bot.slack.blocks.fmt import (
     KIND_LABEL,
     RUN_STATUS,
@@ -113,6 +113,16 @@ def run_failed(run: RunInfo, error: str) -> dict[str, Any]:
     return _msg(L.escape(f"The run failed: {error}"), blocks)
 
 
+def _who_approves(who: WhoApproves) -> str:
+    """`approval (by rule): <!subteam^S1>, 2 approvals` or `└ production: …`."""
+    people = mention_list(who.approvers, 300) if who.approvers else "any full member"
+    count = f", {who.min_approvals} approvals" if who.min_approvals > 1 else ""
+    if who.rule is not None:
+        return f"└ {L.escape(who.rule)}: {people}{count}"
+    when = f" ({L.escape(who.when)})" if who.when and who.when != "always" else ""
+    return f"approval{when}: {people}{count}"
+
+
 def _agent_text(agent: AgentInfo) -> str:
     lines = [f"*{L.escape(agent.agent_id)}* — {L.escape(one_line(agent.description))}"]
     for name, kind, desc in agent.tools:
@@ -120,6 +130,8 @@ def _agent_text(agent: AgentInfo) -> str:
         line = f"• {_q(name)} ({label})"
         if desc:
             line += " — " + L.escape(L.cut_text(one_line(desc), 200))
+        for who in (agent.approvals or {}).get(name, ()):
+            line += "\n    " + _who_approves(who)
         lines.append(line)
     return "\n".join(lines)
 
@@ -167,6 +179,21 @@ def card_elsewhere(card: CardInfo, channel: str, permalink: str | None) -> dict[
     fallback = f"{card.tool_name} needs a decision: the card is in another channel."
     return _msg(
         L.escape(fallback), [L.section(text, L.block_id(BlockId.REMINDER_PREFIX, card.request_id))]
+    )
+
+
+def escalation(card: CardInfo) -> dict[str, Any]:
+    """The request is still undecided: the escalation group is called in and may decide."""
+    who = mention_list(card.escalate_to) if card.escalate_to else "Anyone here"
+    what = "a review" if card.kind == "review" else _q(card.tool_name)
+    text = (
+        f":arrow_double_up: *Escalated:* {who}: {what} for agent *{L.escape(card.agent_id)}* "
+        "has waited too long. You may decide it now: use the card in this thread."
+    )
+    fallback = f"Escalated: {card.tool_name} for {card.agent_id} is waiting for a decision."
+    return _msg(
+        L.escape(fallback),
+        [L.section(text, L.block_id(BlockId.ESCALATION_PREFIX, card.request_id))],
     )
 
 

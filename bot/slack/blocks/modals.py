@@ -170,7 +170,38 @@ def edit_modal(card: CardInfo) -> dict[str, Any]:
         blocks.append(L.section(text, BlockId.MODAL_KEPT))
     elif not inputs:
         blocks.append(L.section("This tool takes no arguments to edit.", BlockId.MODAL_EMPTY))
+    if card.require_reason:
+        blocks.append(_reason_input(BlockId.EDIT_REASON_INPUT))
     return _modal(CallbackId.EDIT, "Edit arguments", card, blocks, "Approve with edits", "Cancel")
+
+
+def _reason_input(bid: BlockId) -> dict[str, Any]:
+    return _input(
+        bid,
+        "Why do you approve?",
+        _text_input(multiline=True),
+        optional=False,
+        hint="Required for this tool: it is stored, shown on the card and given to the tool.",
+    )
+
+
+def approve_modal(card: CardInfo) -> dict[str, Any]:
+    """Approve with a reason (a tool or rule with `require_reason`): the reason is required."""
+    intro = (
+        f"Approve {_q(card.tool_name)} for agent *{L.escape(card.agent_id)}* with the "
+        "arguments below. This request needs a reason."
+    )
+    blocks = [
+        L.section(intro, BlockId.MODAL_INTRO),
+        L.section(_args_preview(card), BlockId.MODAL_ARGS),
+        _reason_input(BlockId.REASON_INPUT),
+    ]
+    return _modal(CallbackId.APPROVE, "Approve request", card, blocks, "Approve", "Cancel")
+
+
+def parse_edit_reason(values: dict[str, Any]) -> str | None:
+    """The reason given in an edit modal that asks for one."""
+    return _typed(values, BlockId.EDIT_REASON_INPUT) or None
 
 
 def reject_modal(card: CardInfo) -> dict[str, Any]:
@@ -200,7 +231,7 @@ def _typed(values: dict[str, Any], block: BlockId) -> str:
 
 
 def parse_reject(values: dict[str, Any]) -> str | None:
-    """The reason, or None for the default."""
+    """The reason (of a reject, or of an approval that needs one), or None."""
     return _typed(values, BlockId.REASON_INPUT) or None
 
 

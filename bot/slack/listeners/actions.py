@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import Any, Final
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from slack_sdk.errors import SlackApiError
@@ -26,6 +27,8 @@ FORMS: dict[ActionId, Callable[[CardInfo], dict[str, Any]]] = {
     ActionId.ANSWER: modals.answer_modal,
     ActionId.REVIEW: modals.review_modal,
 }
+REASON_FORM: Final = modals.approve_modal
+"""What Approve opens when the request needs a reason."""
 """Buttons that open a form (a modal) before anything is decided."""
 
 FOREIGN = (
@@ -86,12 +89,49 @@ async def on_approve(
     await ack()
     service = service_of(context)
     request_id = action.get("value", "")
-    if await refused_foreign(client, service, body, await service.approval_request(request_id)):
+    request = await service.approval_request(request_id)
+    if await refused_foreign(client, service, body, request):
+        return
+    if request is not None and request.require_reason and request.status == "pending":
+        await _open_form(body, action, client, service)  # a reason first, in a modal
         return
     decision = BUTTON_DECISION[ActionId.APPROVE]
     outcome = await service.decide(request_id, actor_from(body), decision)
     if not outcome.ok:
         await tell_actor(client, service, body, outcome.message, outcome.request)
+
+
+async def on_approve_always(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Approve, and allow the tool in this thread for a while (its confirm came first)."""
+    await ack()
+    service = service_of(context)
+    request_id = action.get("value", "")
+    if await refused_foreign(client, service, body, await service.approval_request(request_id)):
+        return
+    outcome = await service.decide(request_id, actor_from(body), "approve", standing=True)
+    if not outcome.ok:
+        await tell_actor(client, service, body, outcome.message, outcome.request)
+
+
+async def on_revoke(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Revoke a standing approval, from its message in the thread."""
+    await ack()
+    service = service_of(context)
+    outcome = await service.revoke(action.get("value", ""), actor_from(body))
+    if not outcome.ok:
+        await tell_actor(client, service, body, outcome.message)
 
 
 async def on_open_form(
@@ -103,7 +143,12 @@ async def on_open_form(
 ) -> None:
     """Edit, Reject, Answer, Review: open the form, if this person may decide the request."""
     await ack()
-    service = service_of(context)
+    await _open_form(body, action, client, service_of(context))
+
+
+async def _open_form(
+    body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient, service: Service
+) -> None:
     request_id = action.get("value", "")
     if await refused_foreign(client, service, body, await service.approval_request(request_id)):
         return
@@ -114,7 +159,11 @@ async def on_open_form(
     if outcome.run is None:
         return
     card = card_info(outcome.request, outcome.run, service.agents)
-    await open_view(client, service, body, FORMS[ActionId(action["action_id"])](card))
+    if outcome.request.current_arguments is not outcome.request.arguments and card.edited_arguments:
+        card = replace(card, arguments=dict(card.edited_arguments))  # edit an edit (masked)
+    action_id = ActionId(action["action_id"])
+    form = REASON_FORM if action_id is ActionId.APPROVE else FORMS[action_id]
+    await open_view(client, service, body, form(card))
 
 
 async def on_view_args(
@@ -175,3 +224,5 @@ def register(app: AsyncApp) -> None:
     app.action(ActionId.VIEW_ARGS)(on_view_args)
     app.action(ActionId.RETRY)(on_retry)
     app.action(ActionId.CANCEL)(on_cancel)
+    app.action(ActionId.APPROVE_ALWAYS)(on_approve_always)
+    app.action(ActionId.REVOKE)(on_revoke)

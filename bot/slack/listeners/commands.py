@@ -30,7 +30,7 @@ async def on_sayso(
     service = service_of(context)
     parsed = service.parse(command.get("text", ""))
     if parsed.kind == "help":
-        await ack(**messages.help_message(agent_infos(service.agents)))
+        await ack(**messages.help_message(agent_infos(service.agents, service.runner.policies)))
         return
     if parsed.kind == "error":
         await ack(text=parsed.message)

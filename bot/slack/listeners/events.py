@@ -50,7 +50,9 @@ async def on_mention(
     parsed = service.parse(event.get("text", ""))
     if parsed.kind == "help":
         await client.chat_postEphemeral(
-            channel=channel, user=user, **messages.help_message(agent_infos(service.agents))
+            channel=channel,
+            user=user,
+            **messages.help_message(agent_infos(service.agents, service.runner.policies)),
         )
         return
     if parsed.kind == "error":

@@ -1,4 +1,5 @@
-"""Modal submissions: edited arguments, reject reasons, answers and reviews."""
+"""Modal submissions: edited arguments, reject reasons, approvals with a reason, answers and
+reviews."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Tool
-from bot.service import OUTPUT_FIELD, Service
+from bot.service import OUTPUT_FIELD, REASON_FIELD, Service
 from bot.slack.blocks import modals
 from bot.slack.ids import SUBMIT_DECISION, BlockId, CallbackId
 from bot.slack.listeners.common import actor_from, service_of, tell_actor
@@ -42,6 +43,8 @@ def _field_errors(
     inputs = _inputs(view)
     if callback_id in OUTPUT_INPUT and OUTPUT_FIELD in errors:
         errors = {**errors, OUTPUT_INPUT[callback_id]: errors[OUTPUT_FIELD]}
+    if callback_id is CallbackId.EDIT and REASON_FIELD in errors:
+        errors = {**errors, BlockId.EDIT_REASON_INPUT: errors[REASON_FIELD]}
     shown = {k: v for k, v in errors.items() if k in inputs}
     return shown or ({inputs[0]: message} if inputs else {})
 
@@ -94,7 +97,7 @@ async def on_edit(
     """Approve with edits: the arguments as the person changed them."""
     service = service_of(context)
     request, tool = await _request_and_tool(service, view)
-    original = dict(request.arguments or {}) if request else {}
+    original = dict(request.current_arguments or {}) if request else {}
     parameters = tool.parameters if tool else None
     arguments, errors = modals.parse_edit(
         view["state"]["values"],
@@ -105,7 +108,10 @@ async def on_edit(
     if errors:
         await ack(response_action="errors", errors=errors)
         return
-    await _submit(ack, body, view, client, service, CallbackId.EDIT, arguments=arguments)
+    reason = modals.parse_edit_reason(view["state"]["values"])
+    await _submit(
+        ack, body, view, client, service, CallbackId.EDIT, arguments=arguments, reason=reason
+    )
 
 
 async def on_reject(
@@ -118,6 +124,18 @@ async def on_reject(
     """Reject, with an optional reason."""
     reason = modals.parse_reject(view["state"]["values"])
     await _submit(ack, body, view, client, service_of(context), CallbackId.REJECT, reason=reason)
+
+
+async def on_approve(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    view: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    """Approve, with the reason the request needs."""
+    reason = modals.parse_reject(view["state"]["values"])
+    await _submit(ack, body, view, client, service_of(context), CallbackId.APPROVE, reason=reason)
 
 
 async def on_answer(
@@ -158,3 +176,4 @@ def register(app: AsyncApp) -> None:
     app.view(CallbackId.REJECT)(on_reject)
     app.view(CallbackId.ANSWER)(on_answer)
     app.view(CallbackId.REVIEW)(on_review)
+    app.view(CallbackId.APPROVE)(on_approve)
