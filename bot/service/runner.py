@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
 from bot.service.continuation import decisions_from, render_output
+from bot.service.inflight import InFlight
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
 from store import Lease, LeaseLostError, RequestPolicy, Store
@@ -26,7 +27,10 @@ class ServiceSettings:
     remind_after: timedelta | None = None
     lease_seconds: float = 30.0
     retention: timedelta = timedelta(days=30)
-    max_active_runs: int = 8
+    max_active_runs: int = 200
+    """Runs in flight at once per worker (a run awaiting its model or a tool holds one)."""
+    cpu_slots: int = 4
+    """Runs doing store and Slack work at once (loading, presenting): the CPU-bound part."""
 
 
 def run_context(
@@ -59,7 +63,12 @@ class Runner:
         # Runs driven at once by this process: more wait their turn (their lease is renewed
         # meanwhile), so acks never queue behind a flood of runs and the pool is not exhausted.
         self._slots = asyncio.Semaphore(settings.max_active_runs)
+        self._cpu = asyncio.Semaphore(settings.cpu_slots)
         self._queued: set[str] = set()
+        self.in_flight: dict[str, InFlight] = {}
+        self.handoff: Callable[[str], None] | None = None
+        """Set on a front whose runs are driven by workers: new and ready runs are handed off
+        in the store (PostgreSQL NOTIFY wakes remote workers) and this wakes a local one."""
 
     # -- background work ------------------------------------------------------------------
 
@@ -135,7 +144,9 @@ class Runner:
         )
         log.info("event=run_created run_id=%s agent=%s requester=%s", run_id, agent.id, requester)
         await self.store.audit(actor=requester, action="start", run_id=run_id, outcome="ok")
-        conversation: list[Message] = [*(history or []), Message(role="user", content=text)]
+        conversation = [
+            m for m in [*(history or []), Message(role="user", content=text)] if m.role != "system"
+        ]
         context = run_context(requester, team_id, channel_id, follow_up=thread_ts is not None)
         if thread_ts is None and channel_id is not None:
             run = await self.store.get_run(run_id)
@@ -164,6 +175,9 @@ class Runner:
                     await self.store.release(lease)
                 raise
             await self.store.set_thread(run_id, channel_id, ts)
+        if self.handoff is not None:
+            await self._hand_off_new(lease, agent, conversation, context)
+            return run_id
 
         async def begin(accessor: Any, on_event: Any) -> RunResult:
             return await agent.run(
@@ -173,13 +187,41 @@ class Runner:
         self.spawn(self._drive(lease, agent, begin), name=f"run:{run_id}")
         return run_id
 
+    async def _hand_off_new(
+        self, lease: Lease, agent: Agent, conversation: list[Message], context: dict[str, Any]
+    ) -> None:
+        """Save the run as `Agent.run` would before its first model call, then hand it to the
+        workers: whichever claims it continues it from that state (`Agent.recover`)."""
+        run = Run(
+            id=lease.run_id,
+            agent_id=agent.id,
+            model=agent.model,
+            messages=conversation,
+            max_steps=agent.max_steps,
+            context=context,
+        )
+        await self.store.accessor(lease, self.request_policy(agent)).save(RunResult(run=run))
+        await self.store.hand_off(lease)
+        self._wake(lease.run_id)
+
+    def _wake(self, run_id: str) -> None:
+        if self.handoff is not None:
+            self.handoff(run_id)
+
     async def continue_run(self, run_id: str, *, retry: bool = False) -> bool:
         """Continue the run in the background if nobody holds it.
+
+        On a front whose runs are driven by workers (`handoff` set), the workers are woken
+        instead (a retry, rare and asked for by a click, is still driven here).
 
         When this process is busy (every slot taken), the run waits in a queue WITHOUT a
         lease: it stays visible as ready to every replica's sweep, and is claimed only when a
         slot frees. Returns False when the run is held by someone else (or already queued)."""
-        if run_id in self._queued:
+        if self.handoff is not None and not retry:
+            await self.store.notify_ready(run_id)
+            self._wake(run_id)
+            return True
+        if run_id in self._queued or run_id in self.in_flight:
             return False
         if self._slots.locked() and not retry:
             self._queued.add(run_id)
@@ -191,6 +233,11 @@ class Runner:
         log.info("event=run_claimed run_id=%s owner=%s", run_id, lease.owner)
         self.spawn(self._continue(lease, retry), name=f"continue:{run_id}")
         return True
+
+    def drive_claimed(self, lease: Lease) -> asyncio.Task[Any]:
+        """Continue a run this process has just claimed (a worker's batch claim)."""
+        log.info("event=run_claimed run_id=%s owner=%s", lease.run_id, lease.owner)
+        return self.spawn(self._continue(lease, False), name=f"continue:{lease.run_id}")
 
     async def _continue_when_free(self, run_id: str) -> None:
         try:
@@ -205,8 +252,9 @@ class Runner:
             self._queued.discard(run_id)
 
     async def _continue(self, lease: Lease, retry: bool, slot_held: bool = False) -> None:
-        result = await self.store.load_result(lease.run_id)
-        run = await self.store.get_run(lease.run_id)
+        async with self._cpu:
+            result = await self.store.load_result(lease.run_id)
+            run = await self.store.get_run(lease.run_id)
         agent = self.agents.get(run.agent_id) if run else None
         if run is None or agent is None:
             log.error("event=continue_skipped run_id=%s reason=unknown_run_or_agent", lease.run_id)
@@ -273,8 +321,13 @@ class Runner:
         *,
         slot_held: bool = False,
     ) -> None:
-        accessor = self.store.accessor(lease, self.request_policy(agent))
+        flight = InFlight(lease, self.store.accessor(lease, self.request_policy(agent)))
+        accessor = flight.accessor
         renewer = asyncio.create_task(self._renew(lease))
+        task = asyncio.current_task()
+        if task is not None:
+            flight.task = task
+        self.in_flight[lease.run_id] = flight
 
         async def on_event(event: RunEvent) -> None:
             await self._progress(event)
@@ -285,20 +338,57 @@ class Runner:
             else:
                 async with self._slots:
                     result = await fn(accessor, on_event)
+            flight.phase = "presenting"
         except LeaseLostError:
             log.warning("event=write_fenced run_id=%s: another replica holds the run", lease.run_id)
+            self._forget(flight)
             return
+        except asyncio.CancelledError:
+            self._forget(flight)
+            raise
         except Exception as exc:
+            flight.phase = "presenting"
             log.exception("event=run_crashed run_id=%s", lease.run_id)
             error = f"{type(exc).__name__}: {exc}"
-            await self._mark_failed(accessor, lease, error)
-            run = await self.store.get_run(lease.run_id)
-            if run is not None:
-                await self.safely(self.presenter.post_failure(run, error))
+            try:
+                await self._mark_failed(accessor, lease, error)
+                run = await self.store.get_run(lease.run_id)
+                if run is not None:
+                    await self.safely(self.presenter.post_failure(run, error))
+            finally:
+                self._forget(flight)
             return
         finally:
             renewer.cancel()
-        await self.present(result)
+        try:
+            await self.present(result)
+        finally:
+            self._forget(flight)
+
+    def _forget(self, flight: InFlight) -> None:
+        if self.in_flight.get(flight.lease.run_id) is flight:
+            del self.in_flight[flight.lease.run_id]
+
+    async def drain(self, grace: float) -> None:
+        """Graceful stop: let runs finish for up to `grace` seconds; then hand back the runs
+        not inside a tool body (another worker continues them at once, from their last save,
+        nothing shown as interrupted). A run inside a tool body is left to its lease: if it
+        does not finish, it is recovered elsewhere as interrupted, as after a crash."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self._tasks and loop.time() < deadline:
+            await asyncio.wait(
+                set(self._tasks), timeout=min(0.2, max(0.01, deadline - loop.time()))
+            )
+        for flight in list(self.in_flight.values()):
+            if flight.phase == "driving" and not flight.in_tool_body and flight.task is not None:
+                flight.task.cancel()
+                await asyncio.gather(flight.task, return_exceptions=True)
+                try:
+                    await self.store.hand_off(flight.lease)
+                    log.info("event=run_handed_back run_id=%s", flight.lease.run_id)
+                except Exception:
+                    log.exception("event=hand_back_failed run_id=%s", flight.lease.run_id)
 
     async def _mark_failed(self, accessor: Any, lease: Lease, error: str) -> None:
         """Save the run as failed (so sweeps stop retrying it); `retry` continues it later."""
@@ -335,6 +425,10 @@ class Runner:
 
     async def present(self, result: RunResult) -> None:
         """Show where a run stopped: new cards, the final answer, or the failure."""
+        async with self._cpu:
+            await self._present(result)
+
+    async def _present(self, result: RunResult) -> None:
         run = await self.store.get_run(result.run.id)
         if run is None:
             return

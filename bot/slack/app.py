@@ -55,7 +55,7 @@ def service_settings(settings: Settings) -> ServiceSettings:
         remind_after=settings.sayso_remind_after,
         lease_seconds=settings.sayso_lease_seconds,
         retention=settings.sayso_retention,
-        max_active_runs=settings.sayso_max_active_runs,
+        max_active_runs=settings.worker_concurrency,
     )
 
 
@@ -68,6 +68,14 @@ class Bot:
     service: Service
     store: Store
     client: AsyncWebClient
+    drives_runs: bool = True
+    """False on a front whose runs are driven by workers (`sayso run` with its embedded
+    worker, `--no-worker`): it hands runs off and leaves sweeping to the workers."""
+
+    def hand_runs_to_workers(self, wake: Callable[[str], None]) -> None:
+        """Make this a front: runs are handed to workers; `wake` wakes a local one."""
+        self.drives_runs = False
+        self.service.runner.handoff = wake
 
     async def start(self) -> None:
         """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)."""
@@ -85,7 +93,8 @@ class Bot:
                 "event=no_approvers_configured: any full member of the workspace may decide; "
                 "set SAYSO_APPROVERS or approvers= on agents and tools"
             )
-        self.service.start_sweeper(self.settings.sayso_sweep_interval)
+        if self.drives_runs:
+            self.service.start_sweeper(self.settings.sayso_sweep_interval)
 
     async def stop(self) -> None:
         await self.service.close()
@@ -209,13 +218,18 @@ class ProvideService(AsyncMiddleware):
         return await next()
 
 
-def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None = None) -> Bot:
-    client = web_client(settings)
-    store = store or Store(
+def build_store(settings: Settings) -> Store:
+    return Store(
         settings.database_url,
         replica_id=settings.sayso_replica_id,
         lease_seconds=settings.sayso_lease_seconds,
     )
+
+
+def build_service(
+    settings: Settings, agents: AgentRegistry, store: Store, client: AsyncWebClient
+) -> Service:
+    """The service with its Slack presenter and directory (a front's, or a worker's)."""
     directory = SlackDirectory(client)
     service: Service | None = None
 
@@ -233,6 +247,13 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
 
     presenter = SlackPresenter(client, agents, home_refresher=refresh_home)
     service = Service(store, agents, directory, presenter, service_settings(settings))
+    return service
+
+
+def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None = None) -> Bot:
+    client = web_client(settings)
+    store = store or build_store(settings)
+    service = build_service(settings, agents, store, client)
     app = AsyncApp(
         client=client,
         signing_secret=settings.secret("slack_signing_secret") or "socket-mode-has-no-secret",
