@@ -19,6 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 DEFAULT_URL = "sqlite+aiosqlite:///sayso.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0
 _IMMEDIATE = "sayso_immediate"
+READY_CHANNEL = "sayso_ready_runs"
+"""PostgreSQL NOTIFY channel: a run may be ready (the payload is its id; store/wakeups.py)."""
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -17,14 +17,14 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.agent.util import utcnow
-from store.db import Database
+from store.db import READY_CHANNEL, Database
 from store.records import Lease
 from store.runs import ready_condition
 from store.schema import runs
 
 log = logging.getLogger("sayso.store")
 
-CHANNEL = "sayso_ready_runs"
+CHANNEL = READY_CHANNEL
 RECONNECT_DELAY_S = 1.0
 
 

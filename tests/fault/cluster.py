@@ -70,9 +70,12 @@ class Cluster:
         die_after_decision: bool = False,
         lease_seconds: float = 2,
         sweep_interval: float = 0.3,
+        role: str = "replica",
+        env: dict[str, str] | None = None,
     ) -> Replica:
+        """Start a replica; `role` "front" or "worker" splits it (see tests/fault/replica.py)."""
         port = free_port()
-        env = {
+        environ = {
             **os.environ,
             "SLACK_BOT_TOKEN": TOKEN,
             "SLACK_SIGNING_SECRET": SECRET,
@@ -83,9 +86,10 @@ class Cluster:
             "SAYSO_REPLICA_ID": name,
             "SAYSO_LOG_LEVEL": "INFO",
             "PYTHONUNBUFFERED": "1",
+            **(env or {}),
         }
         for key in ("SLACK_APP_TOKEN", "SAYSO_APPROVERS", "SAYSO_AGENTS"):
-            env.pop(key, None)
+            environ.pop(key, None)
         cmd = [
             sys.executable,
             "-m",
@@ -98,15 +102,36 @@ class Cluster:
             self.model.base_url,
             "--hang",
             str(hang),
+            "--role",
+            role,
         ]
         if die_after_decision:
             cmd.append("--die-after-decision")
         log_path = self.tmp_path / f"{name}.log"
-        proc = _spawn(cmd, env, log_path)
+        proc = _spawn(cmd, environ, log_path)
         replica = Replica(name, port, proc, log_path)
         self.replicas.append(replica)
-        await self._wait_healthy(replica)
+        if role == "worker":
+            await self._wait_listening(replica)
+        else:
+            await self._wait_healthy(replica)
         return replica
+
+    async def _wait_listening(self, worker: Replica, within: float = 30.0) -> None:
+        """A worker is ready once it listens for ready runs (PostgreSQL NOTIFY)."""
+
+        def listening() -> bool:
+            if worker.proc.poll() is not None:
+                raise AssertionError(f"{worker.name} exited:\n{worker.log()}")
+            return "event=listening_for_ready_runs" in worker.log()
+
+        await eventually(
+            listening,
+            timeout=within,
+            interval=0.1,
+            what=f"{worker.name} to listen for ready runs",
+            detail=worker.log,
+        )
 
     async def _wait_healthy(self, replica: Replica, within: float = 30.0) -> None:
         async with aiohttp.ClientSession() as session:

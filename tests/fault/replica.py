@@ -7,6 +7,10 @@ Slack, database, lease and sweep settings come from the environment as for `says
 (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, DATABASE_URL, SAYSO_LEASE_SECONDS,
 SAYSO_SWEEP_INTERVAL, SAYSO_REPLICA_ID). The agents come from tests.fault.agents.
 
+`--role front` serves HTTP and hands every run to workers (`sayso run --no-worker`);
+`--role worker` only claims and drives runs (`sayso worker`), until SIGTERM. The default
+role is the single process that does both on one event loop (the in-process mode).
+
 `--die-after-decision` is fault injection: this process SIGKILLs itself the moment a
 recorded decision makes the run ready, before it claims and continues the run.
 """
@@ -23,7 +27,7 @@ from aiohttp import web
 
 from bot.cli import setup_logging
 from bot.config import Settings
-from bot.serve import wait_for_stop
+from bot.serve import serve_worker, wait_for_stop
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner
 from bot.slack.app import build_bot
@@ -46,7 +50,12 @@ async def serve(args: argparse.Namespace) -> None:
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     setup_logging(settings.sayso_log_level)
     agents = AgentRegistry(make_agents(args.model_url, args.effects, args.hang))
+    if args.role == "worker":
+        await serve_worker(settings, agents)
+        return
     bot = build_bot(settings, agents)
+    if args.role == "front":
+        bot.hand_runs_to_workers(lambda run_id: None)
     await bot.start()
     runner = web.AppRunner(bot.web_app(), access_log=None)
     await runner.setup()
@@ -66,6 +75,7 @@ def main() -> None:
     p.add_argument("--model-url", required=True)
     p.add_argument("--hang", type=float, default=0.0)
     p.add_argument("--die-after-decision", action="store_true")
+    p.add_argument("--role", choices=["replica", "front", "worker"], default="replica")
     args = p.parse_args()
     if args.die_after_decision:
         die_after_decision()
