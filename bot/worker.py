@@ -172,6 +172,12 @@ class EmbeddedWorker:
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
 
+    @property
+    def busy(self) -> bool:
+        """Is a run being driven (or claimed) here now? (For tests waiting for quiet.)"""
+        worker = self._worker
+        return worker is not None and bool(worker.runs_in_flight or worker.service.runner.busy)
+
     def wake(self, run_id: str | None = None) -> None:
         if self._worker is not None:
             self._worker.wake(run_id)

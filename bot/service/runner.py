@@ -83,6 +83,11 @@ class Runner:
         if not task.cancelled() and task.exception() is not None:
             log.error("event=task_failed task=%s error=%r", task.get_name(), task.exception())
 
+    @property
+    def busy(self) -> bool:
+        """Is background work (a run, a continuation) going on?"""
+        return bool(self._tasks)
+
     async def idle(self, limit: float = 30.0) -> None:
         """Wait until no background work is left (tests, shutdown)."""
         deadline = asyncio.get_running_loop().time() + limit
@@ -204,6 +209,25 @@ class Runner:
         await self.store.hand_off(lease)
         self._wake(lease.run_id)
 
+    async def _hand_off_retry(self, run_id: str) -> bool:
+        """Save a failed run as running again (as `Agent.continue_run(retry=True)` does before
+        driving it) and hand it to the workers, which continue it with `Agent.recover`."""
+        lease = await self.store.claim_run(run_id)
+        if lease is None:
+            return False
+        result = await self.store.load_result(run_id)
+        agent = self.agents.get(result.run.agent_id) if result else None
+        if result is None or agent is None or result.run.status != "failed":
+            await self.store.release(lease)
+            return False
+        result.run.status = "running"
+        result.run.error = None
+        result.run.pause = None
+        await self.store.accessor(lease, self.request_policy(agent)).save(result)
+        await self.store.hand_off(lease)
+        self._wake(run_id)
+        return True
+
     def _wake(self, run_id: str) -> None:
         if self.handoff is not None:
             self.handoff(run_id)
@@ -212,12 +236,15 @@ class Runner:
         """Continue the run in the background if nobody holds it.
 
         On a front whose runs are driven by workers (`handoff` set), the workers are woken
-        instead (a retry, rare and asked for by a click, is still driven here).
+        instead; a retry is saved as running again and handed off (agents' clients are bound
+        to the worker's event loop: a front never drives a run).
 
         When this process is busy (every slot taken), the run waits in a queue WITHOUT a
         lease: it stays visible as ready to every replica's sweep, and is claimed only when a
         slot frees. Returns False when the run is held by someone else (or already queued)."""
-        if self.handoff is not None and not retry:
+        if self.handoff is not None:
+            if retry:
+                return await self._hand_off_retry(run_id)
             await self.store.notify_ready(run_id)
             self._wake(run_id)
             return True

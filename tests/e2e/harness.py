@@ -3,6 +3,7 @@ the `Harness` that starts, stops and restarts it, and readers of what the sandbo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,9 @@ from bot.serve import free_port
 from bot.service.registry import AgentRegistry
 from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
+from bot.worker import EmbeddedWorker
 from tests.e2e.agents import SideEffects, make_agents
+from tests.helpers.waiting import eventually
 
 SECRET = "e2e-signing-secret"
 TOKEN = "xoxb-sandbox"
@@ -33,6 +36,10 @@ class Harness:
         self.bot: Bot | None = None
         self._runner: web.AppRunner | None = None
         self.settings_overrides: dict[str, Any] = {}
+        self.split = os.environ.get("SAYSO_TEST_SPLIT") == "1"
+        """Front and worker split as `sayso run` does (the worker on its own thread and loop);
+        else the in-process mode, one event loop driving the runs it starts."""
+        self.worker: EmbeddedWorker | None = None
 
     @property
     def url(self) -> str:
@@ -53,7 +60,12 @@ class Harness:
     async def start_bot(self) -> Bot:
         agents = AgentRegistry(make_agents(self.model.base_url, self.effects))
         self.bot = build_bot(self.settings(), agents)
+        if self.split:
+            self.worker = EmbeddedWorker(self.settings(), agents)
+            self.bot.hand_runs_to_workers(self.worker.wake)
         await self.bot.start()
+        if self.worker is not None:
+            await self.worker.start()
         self._runner = web.AppRunner(self.bot.web_app(), access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
@@ -64,6 +76,9 @@ class Harness:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.worker is not None:
+            await self.worker.stop()
+            self.worker = None
         if self.bot is not None:
             await self.bot.stop()
             self.bot = None
@@ -71,6 +86,9 @@ class Harness:
     async def idle(self) -> None:
         if self.bot is not None:
             await self.bot.service.runner.idle()
+        if self.worker is not None:
+            worker = self.worker
+            await eventually(lambda: not worker.busy, timeout=30, what="the worker to be idle")
 
     # -- reading the sandbox ---------------------------------------------------------------
 
