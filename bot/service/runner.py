@@ -19,6 +19,10 @@ from store import Lease, LeaseLostError, RequestPolicy, Store
 
 log = logging.getLogger("sayso.service")
 
+QUEUED_KEY = "_sayso_queued"
+"""In a handed-off run's saved context while its root message says "queued": the worker that
+takes the run removes it (tools never see it) and updates the root message."""
+
 
 @dataclass(frozen=True)
 class ServiceSettings:
@@ -153,11 +157,16 @@ class Runner:
             m for m in [*(history or []), Message(role="user", content=text)] if m.role != "system"
         ]
         context = run_context(requester, team_id, channel_id, follow_up=thread_ts is not None)
+        queued_ahead = 0
+        if self.handoff is not None and thread_ts is None:
+            queued_ahead = await self.store.count_ready()
+            if queued_ahead:  # the worker that takes it shows it running (see _continue)
+                context[QUEUED_KEY] = True
         if thread_ts is None and channel_id is not None:
             run = await self.store.get_run(run_id)
             assert run is not None
             try:
-                ts = await self.presenter.post_root(run)
+                ts = await self.presenter.post_root(run, queued_ahead=queued_ahead)
             except Exception as exc:
                 # The person is told it did not start: save it as failed, or the sweep would
                 # take the unsaved run for one that died early and run it after all.
@@ -316,6 +325,8 @@ class Runner:
                 return await agent.continue_run(run=result, state=acc, on_event=ev, **kwargs)
 
         elif status == "running":
+            if result.run.context.pop(QUEUED_KEY, None) and not result.run.context.get("follow_up"):
+                await self.safely(self.presenter.update_root(run))  # queued -> running
 
             async def fn(acc: Any, ev: Any) -> RunResult:
                 return await agent.recover(run=result, state=acc, on_event=ev)

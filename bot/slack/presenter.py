@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -36,12 +37,14 @@ class SlackPresenter:
         )
         return str(resp["ts"])
 
-    async def post_root(self, run: RunRecord) -> str:
-        """The message that starts the run's thread; its ts becomes the thread's."""
+    async def post_root(self, run: RunRecord, *, queued_ahead: int = 0) -> str:
+        """The message that starts the run's thread; its ts becomes the thread's. With
+        `queued_ahead`, its status says how many runs wait for a worker before it."""
         if not run.channel_id:
             raise ValueError(f"run {run.id} has no channel to post its first message in")
         resp = await self.client.chat_postMessage(
-            channel=run.channel_id, **messages.root_message(run_info(run))
+            channel=run.channel_id,
+            **messages.root_message(replace(run_info(run), queued_ahead=queued_ahead)),
         )
         return str(resp["ts"])
 

@@ -58,6 +58,7 @@ class RunInfo:
     created_at: datetime | None = None
     error: str | None = None
     permalink: str | None = None  # added: link to the thread (chat.getPermalink), if known
+    queued_ahead: int = 0  # a running run not yet taken by a worker: runs waiting before it
 
 
 @dataclass(frozen=True)

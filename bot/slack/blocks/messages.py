@@ -38,6 +38,9 @@ def root_message(run: RunInfo) -> dict[str, Any]:
     head = f"{who} asked *{L.escape(run.agent_id)}*:\n"
     text = head + L.cut_text("> " + request.replace("\n", "\n> "), L.SECTION_TEXT - len(head))
     status = [f"Status: {run_status_text(run.status)}"]
+    if run.status == "running" and run.queued_ahead > 0:
+        ahead = f"{run.queued_ahead} run{'s' if run.queued_ahead != 1 else ''} ahead"
+        status = [f"Status: :hourglass: Queued: {ahead}"]
     if run.status == "failed" and run.error:
         status.append(L.escape(L.cut_text(one_line(run.error), 500)))
     if run.created_at:
