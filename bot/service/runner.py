@@ -257,7 +257,7 @@ class Runner:
             await self.store.notify_ready(run_id)
             self._wake(run_id)
             return True
-        if run_id in self._queued or run_id in self.in_flight:
+        if run_id in self._queued:
             return False
         if self._slots.locked() and not retry:
             self._queued.add(run_id)
