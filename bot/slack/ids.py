@@ -38,6 +38,8 @@ class CallbackId(StrEnum):
     REVIEW = "sayso_review"
     VIEW_ARGS = "sayso_view_args"
     HOME = "sayso_home"
+    NOTICE = "sayso_notice"
+    """A modal opened at once on a click (loading), then filled in or showing a refusal."""
 
 
 class BlockId(StrEnum):

@@ -47,17 +47,34 @@ def foreign(body: dict[str, Any], request: ApprovalRequestRecord | None) -> bool
     )
 
 
-async def open_view(
-    client: AsyncWebClient, service: Service, body: dict[str, Any], view: dict[str, Any]
-) -> None:
-    """views.open with the click's trigger_id (valid 3 s); say so when Slack refuses it."""
+async def open_loading(
+    client: AsyncWebClient, service: Service, body: dict[str, Any]
+) -> str | None:
+    """Open a loading modal AT ONCE, before any database or directory look-up (the trigger
+    id lives 3 s); returns its view id, to fill in with `fill_view`."""
     try:
-        await client.views_open(trigger_id=body.get("trigger_id", ""), view=view)
+        resp = await client.views_open(
+            trigger_id=body.get("trigger_id", ""), view=modals.loading_modal()
+        )
     except SlackApiError as exc:
         error = exc.response.get("error")
         log.warning("event=modal_not_opened error=%s", error)
         text = f"I could not open the form (`{error}`): click again."
         await tell_actor(client, service, body, text)
+        return None
+    view = resp.get("view") or {}
+    return str(view.get("id") or "") or None
+
+
+async def fill_view(client: AsyncWebClient, view_id: str, view: dict[str, Any]) -> None:
+    try:
+        await client.views_update(view_id=view_id, view=view)
+    except SlackApiError as exc:  # the person closed it meanwhile
+        log.info("event=modal_not_updated error=%s", exc.response.get("error"))
+
+
+async def refuse_in_view(client: AsyncWebClient, view_id: str, text: str) -> None:
+    await fill_view(client, view_id, modals.notice_modal("Not possible", text))
 
 
 async def on_approve(
@@ -90,17 +107,18 @@ async def on_open_form(
     """Edit, Reject, Answer, Review: open the form, if this person may decide the request."""
     await ack()
     service = service_of(context)
+    view_id = await open_loading(client, service, body)
+    if view_id is None:
+        return
     outcome = await service.check(action.get("value", ""), actor_from(body))
     if foreign(body, outcome.request):
-        await tell_actor(client, service, body, FOREIGN)
+        await refuse_in_view(client, view_id, FOREIGN)
         return
-    if not outcome.ok or outcome.request is None:
-        await tell_actor(client, service, body, outcome.message, outcome.request)
-        return
-    if outcome.run is None:
+    if not outcome.ok or outcome.request is None or outcome.run is None:
+        await refuse_in_view(client, view_id, outcome.message or GONE)
         return
     card = card_info(outcome.request, outcome.run, service.agents)
-    await open_view(client, service, body, FORMS[ActionId(action["action_id"])](card))
+    await fill_view(client, view_id, FORMS[ActionId(action["action_id"])](card))
 
 
 async def on_view_args(
@@ -113,16 +131,19 @@ async def on_view_args(
     """View full arguments: anyone who sees the card may read them."""
     await ack()
     service = service_of(context)
+    view_id = await open_loading(client, service, body)
+    if view_id is None:
+        return
     found = await service.request_with_run(action.get("value", ""))
     if found is None:
-        await tell_actor(client, service, body, GONE)
+        await refuse_in_view(client, view_id, GONE)
         return
     request, run = found
     if foreign(body, request):
-        await tell_actor(client, service, body, FOREIGN)
+        await refuse_in_view(client, view_id, FOREIGN)
         return
     card = card_info(request, run, service.agents)
-    await open_view(client, service, body, modals.view_args_modal(card))
+    await fill_view(client, view_id, modals.view_args_modal(card))
 
 
 async def on_retry(
