@@ -310,6 +310,9 @@ class Service:
     async def close(self) -> None:
         await self.stop_sweeper()
         await self.runner.shutdown()
+        close = getattr(self.presenter, "close", None)  # optional on a Presenter
+        if close is not None:
+            await close()
 
 
 __all__ = [

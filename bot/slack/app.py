@@ -25,6 +25,7 @@ from bot.service import Service, ServiceSettings
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks import home
 from bot.slack.directory import SlackDirectory
+from bot.slack.home_refresh import HomeRefresher
 from bot.slack.listeners import register
 from bot.slack.listeners.common import SERVICE_KEY
 from bot.slack.presenter import SlackPresenter
@@ -233,19 +234,22 @@ def build_service(
     directory = SlackDirectory(client)
     service: Service | None = None
 
-    async def refresh_home(user_id: str) -> None:
+    async def home_of(user_id: str) -> dict[str, Any]:
         assert service is not None
         inbox = await service.inbox(user_id)
-        view = home.home_view(
+        return home.home_view(
             [card_info(request, run, agents) for request, run in inbox.pending],
             inbox.total,
             [run_info(r) for r in inbox.recent_runs],
             user_id=user_id,
             total_is_lower_bound=inbox.total_is_lower_bound,
         )
+
+    async def publish(user_id: str, view: dict[str, Any]) -> None:
         await client.views_publish(user_id=user_id, view=view)
 
-    presenter = SlackPresenter(client, agents, home_refresher=refresh_home)
+    homes = HomeRefresher(home_of, publish)
+    presenter = SlackPresenter(client, agents, home_refresher=homes.refresh, closing=homes.close)
     service = Service(store, agents, directory, presenter, service_settings(settings))
     return service
 

@@ -24,10 +24,17 @@ class SlackPresenter:
         client: AsyncWebClient,
         agents: AgentRegistry,
         home_refresher: Callable[[str], Awaitable[None]] | None = None,
+        closing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.client = client
         self.agents = agents
         self.home_refresher = home_refresher
+        self.closing = closing
+
+    async def close(self) -> None:
+        """Cancel refreshes still waiting (coalesced App Home refreshes)."""
+        if self.closing is not None:
+            await self.closing()
 
     async def _post(self, run: RunRecord, message: dict[str, Any]) -> str | None:
         if not run.channel_id:
