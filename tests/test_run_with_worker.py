@@ -35,6 +35,19 @@ def env_for(sandbox: SlackSandbox, tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def spawn(
+    args: list[str], tmp_path: Path, sandbox: SlackSandbox, log_path: Path
+) -> subprocess.Popen[bytes]:
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", *args],
+            cwd=tmp_path,
+            env=env_for(sandbox, tmp_path),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
 async def test_sayso_run_drives_runs_on_its_embedded_worker_and_stops_on_sigterm(
     tmp_path: Path,
 ) -> None:
@@ -42,14 +55,7 @@ async def test_sayso_run_drives_runs_on_its_embedded_worker_and_stops_on_sigterm
     await sandbox.start(host="127.0.0.1", port=0)
     port = free_port()
     log_path = tmp_path / "sayso.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "run", "--mode", "http", "--port", str(port)],
-            cwd=tmp_path,
-            env=env_for(sandbox, tmp_path),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    proc = spawn(["run", "--mode", "http", "--port", str(port)], tmp_path, sandbox, log_path)
 
     def logs() -> str:
         return log_path.read_text(errors="replace")
