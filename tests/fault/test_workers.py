@@ -151,3 +151,37 @@ async def test_sigterm_on_a_worker_hands_its_waiting_runs_to_another_none_interr
     assert "event=run_handed_back" in first.log()
     assert exited_after < grace + 5, exited_after
     assert_clean(front, second)
+
+
+async def test_sigkill_of_a_worker_awaiting_its_model_is_continued_once_elsewhere(
+    cluster: Cluster, store: Store, model: FakeModelServer
+) -> None:
+    sb = cluster.sandbox
+    slow = asyncio.Event()  # set: the model answers at once again
+
+    async def slow_model(body: dict[str, Any]) -> dict[str, Any]:
+        if not slow.is_set():
+            await asyncio.sleep(30)
+        return respond(body)
+
+    model.responder = slow_model
+    front, first = await asyncio.gather(
+        cluster.start("front", role="front", lease_seconds=LEASE, sweep_interval=NO_SWEEP),
+        cluster.start("worker-1", role="worker", lease_seconds=LEASE, sweep_interval=NO_SWEEP),
+    )
+    sb.bot_url = front.url
+    delivery = await sb.slash_command("U_REQUESTER", "ops deploy v2 to staging")
+    assert delivery.ok, delivery.summary()
+    await eventually(lambda: len(model.requests) == 1, timeout=20, what="the model call")
+    first.kill()
+    slow.set()
+    second = await cluster.start("worker-2", role="worker", lease_seconds=LEASE, sweep_interval=0.3)
+    await sb.wait_for(lambda _: all_cards(sb), timeout=20)
+    await asyncio.sleep(1.0)  # anything posted twice would show by now
+    assert len(sb.messages("C_GENERAL")) == 1  # one root message
+    assert len(all_cards(sb)) == 1  # one card
+    runs = await store.list_runs()
+    assert [r.status for r in runs] == ["waiting_for_human"]
+    assert [r.interrupted for r in await store.requests_for_run(runs[0].id)] == [False]
+    assert executions(cluster.effects) == []
+    assert_clean(front, second)
