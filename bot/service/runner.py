@@ -477,10 +477,12 @@ class Runner:
             await self.safely(self.presenter.post_answer(run, render_output(result.output)))
         elif status == "failed":
             await self.safely(self.presenter.post_failure(run, result.run.error or "unknown error"))
+        after: list[Awaitable[Any]] = []  # independent Slack calls: made concurrently
         if not result.run.context.get("follow_up"):
-            await self.safely(self.presenter.update_root(run))
+            after.append(self.safely(self.presenter.update_root(run)))
         if run.requester:
-            await self.safely(self.presenter.refresh_home(run.requester))
+            after.append(self.safely(self.presenter.refresh_home(run.requester)))
+        await asyncio.gather(*after)
 
     async def repost_cards(self, run_id: str) -> None:
         """Post cards that a dead process never posted; the lease makes one replica do it."""
