@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from slack_sdk.errors import SlackApiError
 
 from bot.agent.scrub import install_log_scrubbing
-from bot.config import ConfigError, Settings, load_settings, require
+from bot.config import ConfigError, Settings, load_settings, require, require_bot_token
 from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
 from bot.service.registry import AgentRegistry
 from store.crypto import EncryptionKeyError
@@ -40,9 +40,28 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> None:
 
     mode: Mode = args.mode or ("socket" if settings.slack_app_token else "http")
     require(settings, mode)
-    await serve(
-        settings, load_agents(args.agents or settings.sayso_agents), mode, args.host, args.port
-    )
+    warn_renamed_settings(settings)
+    agents = load_agents(args.agents or settings.sayso_agents)
+    await serve(settings, agents, mode, args.host, args.port, worker=not args.no_worker)
+
+
+async def cmd_worker(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.serve import load_agents, serve_worker
+
+    require_bot_token(settings)
+    warn_renamed_settings(settings)
+    if args.concurrency is not None:
+        settings = settings.model_copy(update={"sayso_worker_concurrency": args.concurrency})
+    await serve_worker(settings, load_agents(args.agents or settings.sayso_agents))
+
+
+def warn_renamed_settings(settings: Settings) -> None:
+    if settings.sayso_max_active_runs is not None and settings.sayso_worker_concurrency is None:
+        log.warning(
+            "event=renamed_setting: SAYSO_MAX_ACTIVE_RUNS is now SAYSO_WORKER_CONCURRENCY "
+            "(runs in flight per worker; a run awaiting its model holds no CPU): using %d",
+            settings.sayso_max_active_runs,
+        )
 
 
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> None:
@@ -117,6 +136,14 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--host", default="0.0.0.0")
     run.add_argument("--port", type=int, default=3000)
     run.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
+    run.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="run the front alone: runs are driven by `sayso worker` processes (PostgreSQL)",
+    )
+    worker = sub.add_parser("worker", help="drive runs, without a front (PostgreSQL)")
+    worker.add_argument("--concurrency", type=int, help="runs in flight at once (default 200)")
+    worker.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
     demo = sub.add_parser("demo", help="try sayso in a local Slack sandbox in your browser")
     demo.add_argument("--port", type=int, default=3000)
     demo.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
@@ -143,7 +170,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-COMMANDS = {"run": cmd_run, "demo": cmd_demo, "db": cmd_db, "runs": cmd_runs, "policy": cmd_policy}
+COMMANDS = {
+    "run": cmd_run,
+    "worker": cmd_worker,
+    "demo": cmd_demo,
+    "db": cmd_db,
+    "runs": cmd_runs,
+    "policy": cmd_policy,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -49,7 +49,11 @@ class Settings(BaseSettings):
     sayso_retention: timedelta = timedelta(days=30)
     sayso_lease_seconds: float = Field(default=30.0, gt=0)
     sayso_sweep_interval: float = Field(default=10.0, gt=0)
-    sayso_max_active_runs: int = Field(default=8, ge=1)
+    # issue 13: workers (runs driven off the ack loop), graceful shutdown
+    sayso_worker_concurrency: int | None = Field(default=None, ge=1)
+    sayso_max_active_runs: int | None = Field(default=None, ge=1)
+    """The old name of SAYSO_WORKER_CONCURRENCY (same meaning: runs in flight per worker)."""
+    sayso_shutdown_grace: float = Field(default=20.0, ge=0)
     sayso_replica_id: str | None = None
     sayso_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # issue 11 (limits): runs each person may start (commands, mentions, follow-ups, retries)
@@ -132,6 +136,11 @@ class Settings(BaseSettings):
             raise ValueError("must be an http(s) URL such as https://slack.com/api/")
         return value if value.endswith("/") else value + "/"
 
+    @property
+    def worker_concurrency(self) -> int:
+        """Runs in flight per worker: SAYSO_WORKER_CONCURRENCY, else SAYSO_MAX_ACTIVE_RUNS."""
+        return self.sayso_worker_concurrency or self.sayso_max_active_runs or 200
+
     def secret(self, name: str) -> str | None:
         value = getattr(self, name)
         return value.get_secret_value() if value is not None else None
@@ -159,6 +168,17 @@ def load_settings(**overrides: object) -> Settings:
         raise ConfigError(
             f"{field} is malformed: {msg}. Fix it in the environment or .env"
         ) from None
+
+
+def require_bot_token(settings: Settings) -> None:
+    """What a worker needs: the bot token (it posts in Slack, it answers no requests)."""
+    if settings.slack_bot_token is None:
+        raise ConfigError(
+            f"SLACK_BOT_TOKEN is not set (a worker needs it): set it to "
+            f"{_HINTS['slack_bot_token']}, in the environment or in .env"
+        )
+    if not (settings.secret("slack_bot_token") or "").startswith("xoxb-"):
+        raise ConfigError("SLACK_BOT_TOKEN is malformed: a bot token starts with xoxb-")
 
 
 def require(settings: Settings, mode: str) -> None:

@@ -6,6 +6,7 @@ Shared by `sayso run` (bot/cli.py) and `sayso demo` (bot/sandbox/demo.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import socket
@@ -34,8 +35,8 @@ def load_agents(spec: str) -> AgentRegistry:
         raise ConfigError(f"SAYSO_AGENTS / --agents {spec!r}: {exc}") from None
 
 
-async def wait_for_stop() -> None:
-    """Return on SIGINT or SIGTERM (Ctrl-C, or a process manager stopping the process)."""
+def stop_on_signals() -> asyncio.Event:
+    """An event set on SIGINT or SIGTERM (Ctrl-C, or a process manager stopping the process)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -43,7 +44,12 @@ async def wait_for_stop() -> None:
             loop.add_signal_handler(sig, stop.set)
         except NotImplementedError:  # pragma: no cover (Windows)
             pass
-    await stop.wait()
+    return stop
+
+
+async def wait_for_stop() -> None:
+    """Return on SIGINT or SIGTERM (Ctrl-C, or a process manager stopping the process)."""
+    await stop_on_signals().wait()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -94,17 +100,60 @@ async def socket_front(bot: Bot) -> AsyncIterator[None]:
 
 
 async def serve(
-    settings: Settings, agents: AgentRegistry, mode: Mode, host: str, port: int
+    settings: Settings,
+    agents: AgentRegistry,
+    mode: Mode,
+    host: str,
+    port: int,
+    *,
+    worker: bool = True,
 ) -> None:
-    """`sayso run`: build the bot, serve it in `mode` until a signal, then stop cleanly."""
+    """`sayso run`: a front (HTTP or Socket Mode) on this event loop and, unless `worker` is
+    False (`--no-worker`), a worker on its own thread and event loop. On a signal the front
+    stops accepting and drains in-flight acks, then the worker stops gracefully."""
     from bot.slack.app import build_bot
+    from bot.worker import EmbeddedWorker
 
-    async with started(build_bot(settings, agents)) as bot:
-        if mode == "socket":
-            async with socket_front(bot):
-                log.info("event=listening mode=socket")
-                await wait_for_stop()
-        else:
-            async with http_front(bot, host, port):
-                log.info("event=listening mode=http url=http://%s:%d/slack/events", host, port)
-                await wait_for_stop()
+    bot = build_bot(settings, agents)
+    embedded = EmbeddedWorker(settings, agents) if worker else None
+    bot.hand_runs_to_workers(embedded.wake if embedded is not None else _remote_workers)
+    if embedded is not None:
+        bot.policy_reloaders.append(embedded.reload_policy)
+    async with started(bot):
+        if embedded is not None:
+            await embedded.start()
+        try:
+            if mode == "socket":
+                async with socket_front(bot):
+                    log.info("event=listening mode=socket worker=%s", worker)
+                    await wait_for_stop()
+            else:
+                async with http_front(bot, host, port):
+                    log.info(
+                        "event=listening mode=http url=http://%s:%d/slack/events worker=%s",
+                        host,
+                        port,
+                        worker,
+                    )
+                    await wait_for_stop()
+        finally:
+            if embedded is not None:
+                await embedded.stop()
+
+
+def _remote_workers(run_id: str) -> None:
+    """A front without a worker: the store's hand-off (PostgreSQL NOTIFY) wakes the workers."""
+
+
+async def serve_worker(settings: Settings, agents: AgentRegistry) -> None:
+    """`sayso worker`: claim and drive runs until a signal, then stop gracefully."""
+    from bot.worker import Worker, run_worker
+
+    def reload_on_sighup(worker: Worker) -> None:
+        if settings.sayso_policy:  # new requests use the file as it is now
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                asyncio.get_running_loop().add_signal_handler(
+                    signal.SIGHUP, worker.service.reload_policy
+                )
+
+    await run_worker(settings, agents, stop_on_signals(), on_started=reload_on_sighup)

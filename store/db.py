@@ -23,6 +23,8 @@ from store import crypto
 DEFAULT_URL = "sqlite+aiosqlite:///sayso.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0
 _IMMEDIATE = "sayso_immediate"
+READY_CHANNEL = "sayso_ready_runs"
+"""PostgreSQL NOTIFY channel: a run may be ready (the payload is its id; store/wakeups.py)."""
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

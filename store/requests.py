@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from bot.agent.util import utcnow
 from bot.agent.vocabulary import REQUEST_OUTCOMES, RequestKind, RequestOutcome
 from store.audit import add_audit
-from store.db import Database, insert_ignore
+from store.db import READY_CHANNEL, Database, insert_ignore
 from store.records import ANYONE, ApprovalRequestRecord, DecisionOutcome, RequestPolicy
 from store.schema import approval_requests as req
 from store.schema import request_approvals as rv
@@ -284,6 +284,9 @@ async def decide(
             detail=_attempt_detail(request, won, status, reason),
             now=now,
         )
+        if won and request is not None and db.is_postgres:
+            # Wake workers as the decision commits (they check whether the run is ready).
+            await conn.execute(sa.select(sa.func.pg_notify(READY_CHANNEL, request.run_id)))
     run_ready = False
     if request is not None and (won or expired):
         # Checked after commit: of two deciders finishing a pause together, the later one

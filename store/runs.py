@@ -143,13 +143,12 @@ async def claim_run(db: Database, run_id: str, *, owner: str, lease_seconds: flo
     now = utcnow()
     expires = now + timedelta(seconds=lease_seconds)
     async with db.write() as conn:
-        seen = (
-            await conn.execute(
-                sa.select(runs.c.version).where(
-                    runs.c.id == run_id, runs.c.status != "cancelled", _lease_free(now)
-                )
-            )
-        ).first()
+        query = sa.select(runs.c.version).where(
+            runs.c.id == run_id, runs.c.status != "cancelled", _lease_free(now)
+        )
+        if db.is_postgres:  # two workers claiming at once: one takes it, the other moves on
+            query = query.with_for_update(skip_locked=True)
+        seen = (await conn.execute(query)).first()
         if seen is None:
             return None
         result = await conn.execute(
@@ -196,23 +195,37 @@ def _pause_has_requests(pending_only: bool) -> sa.Exists:
     return sa.exists().where(*conds)
 
 
-async def ready_runs(db: Database, now: datetime | None, limit: int) -> list[str]:
-    """Runs to continue that nobody holds: lapsed `running` runs, and waiting runs whose
-    current pause has requests and none of them is still pending."""
-    now = now or utcnow()
+def ready_condition(now: datetime) -> sa.ColumnElement[bool]:
+    """Runs to continue that nobody holds: `running` runs without a lease (handed off by a
+    front, or lapsed), and waiting runs whose current pause has requests, none pending."""
     waiting_ready = sa.and_(
         runs.c.status == "waiting_for_human",
         _pause_has_requests(False),
         ~_pause_has_requests(True),
     )
+    return sa.and_(_lease_free(now), sa.or_(runs.c.status == "running", waiting_ready))
+
+
+async def ready_runs(db: Database, now: datetime | None, limit: int) -> list[str]:
+    """The ids of ready runs (`ready_condition`), oldest first."""
+    now = now or utcnow()
     query = (
-        sa.select(runs.c.id)
-        .where(_lease_free(now), sa.or_(runs.c.status == "running", waiting_ready))
-        .order_by(runs.c.updated_at)
-        .limit(limit)
+        sa.select(runs.c.id).where(ready_condition(now)).order_by(runs.c.updated_at).limit(limit)
     )
     async with db.read() as conn:
         return list((await conn.scalars(query)).all())
+
+
+async def count_ready(db: Database, now: datetime | None = None) -> int:
+    """How many runs wait for a worker (the backlog a new run queues behind)."""
+    now = now or utcnow()
+    async with db.read() as conn:
+        return int(
+            await conn.scalar(
+                sa.select(sa.func.count()).select_from(runs).where(ready_condition(now))
+            )
+            or 0
+        )
 
 
 async def lapsed_runs(db: Database, now: datetime | None, limit: int) -> list[str]:

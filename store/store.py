@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
 from bot.agent.state import RunResult
 from store import audit as audit_ops
-from store import escalation, grants, migrate, quorum
+from store import escalation, grants, migrate, quorum, wakeups
 from store import requests as request_ops
 from store import runs as run_ops
 from store.accessor import PolicyFn, StoreStateAccessor
@@ -139,6 +139,30 @@ class Store:
 
     async def ready_runs(self, now: datetime | None = None, limit: int = 100) -> list[str]:
         return await run_ops.ready_runs(self.db, now, limit)
+
+    async def count_ready(self) -> int:
+        """Runs waiting for a worker now."""
+        return await run_ops.count_ready(self.db)
+
+    # -- handing runs to workers (store/wakeups.py) ----------------------------------------
+
+    async def hand_off(self, lease: Lease) -> None:
+        """Release the lease so a worker takes the run; wake workers (PostgreSQL NOTIFY)."""
+        await wakeups.hand_off(self.db, lease)
+
+    async def notify_ready(self, run_id: str) -> None:
+        """Wake workers listening on PostgreSQL: the run may be ready (no-op on SQLite)."""
+        await wakeups.notify_ready(self.db, run_id)
+
+    async def claim_ready(self, limit: int) -> list[Lease]:
+        """Claim up to `limit` ready runs for this replica, oldest first."""
+        return await wakeups.claim_ready(
+            self.db, owner=self.replica_id, lease_seconds=self.lease_seconds, limit=limit
+        )
+
+    def ready_listener(self, on_ready: Callable[[str | None], None]) -> wakeups.ReadyListener:
+        """A listener for ready runs (PostgreSQL only: `start()` is a no-op on SQLite)."""
+        return wakeups.ReadyListener(self.db, on_ready)
 
     async def lapsed_runs(self, now: datetime | None = None, limit: int = 100) -> list[str]:
         return await run_ops.lapsed_runs(self.db, now, limit)

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -67,8 +68,11 @@ def test_demo_runs_the_bundled_agent_and_stops_on_ctrl_c(tmp_path: Path) -> None
         )
         assert (tmp_path / "sayso-demo.db").exists()
     finally:
+        interrupted = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=20)
+        stopped_after = time.monotonic() - interrupted
     assert proc.returncode == 0, out
+    assert stopped_after < 2.0, f"sayso demo took {stopped_after:.1f}s to stop after Ctrl-C"
     assert f"http://127.0.0.1:{port}/" in out
     assert "Traceback" not in out

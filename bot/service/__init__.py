@@ -76,7 +76,7 @@ class Service:
         # Work after an ack (starting a run, recording a decision) done at once: a burst of
         # commands or clicks queues here rather than crowding the event loop that must answer
         # Slack within 3 s.
-        self._intake = asyncio.Semaphore(max(2, settings.max_active_runs))
+        self._intake = asyncio.Semaphore(max(2, min(8, settings.max_active_runs)))
 
     @property
     def workspace_team_id(self) -> str | None:
@@ -449,12 +449,18 @@ class Service:
         if self._sweeper is None:
             self._sweeper = asyncio.create_task(self._sweep_forever(interval), name="sweeper")
 
-    async def close(self) -> None:
+    async def stop_sweeper(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
             self._sweeper = None
+
+    async def close(self) -> None:
+        await self.stop_sweeper()
         await self.runner.shutdown()
+        close = getattr(self.presenter, "close", None)  # optional on a Presenter
+        if close is not None:
+            await close()
 
 
 __all__ = [

@@ -198,9 +198,9 @@ class Decider:
             actor.user_id,
             result.request.status,
         )
-        await self.refresh_card(result.request)
-        if result.run_ready:
+        if result.run_ready:  # first: the run goes on while the card is updated
             await self.runner.continue_run(request.run_id)
+        await self.refresh_card(result.request)
         return Outcome(
             "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
         )

@@ -22,6 +22,7 @@ from bot.agent import (
 )
 from bot.agent.scrub import Failure, scrub
 from bot.service.continuation import decisions_from, render_output
+from bot.service.inflight import InFlight
 from bot.service.limits import DEFAULT_RATE_LIMIT, RateLimit
 from bot.service.policies import Policies
 from bot.service.policy import EffectivePolicy, ToolSettings
@@ -41,6 +42,10 @@ from store import (
 
 log = logging.getLogger("sayso.service")
 
+QUEUED_KEY = "_sayso_queued"
+"""In a handed-off run's saved context while its root message says "queued": the worker that
+takes the run removes it (tools never see it) and updates the root message."""
+
 
 @dataclass(frozen=True)
 class ServiceSettings:
@@ -49,7 +54,10 @@ class ServiceSettings:
     remind_after: timedelta | None = None
     lease_seconds: float = 30.0
     retention: timedelta = timedelta(days=30)
-    max_active_runs: int = 8
+    max_active_runs: int = 200
+    """Runs in flight at once per worker (a run awaiting its model or a tool holds one)."""
+    cpu_slots: int = 4
+    """Runs doing store and Slack work at once (loading, presenting): the CPU-bound part."""
     rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT
     admins: tuple[str, ...] = ()
     """User and group ids who may cancel or retry any run and revoke any standing approval
@@ -86,8 +94,13 @@ class Runner:
         # Runs driven at once by this process: more wait their turn (their lease is renewed
         # meanwhile), so acks never queue behind a flood of runs and the pool is not exhausted.
         self._slots = asyncio.Semaphore(settings.max_active_runs)
+        self._cpu = asyncio.Semaphore(settings.cpu_slots)
         self._queued: set[str] = set()
         self.policies = Policies(settings.default_approvers, settings.approval_ttl)
+        self.in_flight: dict[str, InFlight] = {}
+        self.handoff: Callable[[str], None] | None = None
+        """Set on a front whose runs are driven by workers: new and ready runs are handed off
+        in the store (PostgreSQL NOTIFY wakes remote workers) and this wakes a local one."""
 
     # -- background work ------------------------------------------------------------------
 
@@ -101,6 +114,11 @@ class Runner:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("event=task_failed task=%s error=%r", task.get_name(), task.exception())
+
+    @property
+    def busy(self) -> bool:
+        """Is background work (a run, a continuation) going on?"""
+        return bool(self._tasks)
 
     async def idle(self, limit: float = 30.0) -> None:
         """Wait until no background work is left (tests, shutdown)."""
@@ -186,13 +204,20 @@ class Runner:
         )
         log.info("event=run_created run_id=%s agent=%s requester=%s", run_id, agent.id, requester)
         await self.store.audit(actor=requester, action="start", run_id=run_id, outcome="ok")
-        conversation: list[Message] = [*(history or []), Message(role="user", content=text)]
+        conversation = [
+            m for m in [*(history or []), Message(role="user", content=text)] if m.role != "system"
+        ]
         context = run_context(requester, team_id, channel_id, follow_up=thread_ts is not None)
+        queued_ahead = 0
+        if self.handoff is not None and thread_ts is None:
+            queued_ahead = await self.store.count_ready()
+            if queued_ahead:  # the worker that takes it shows it running (see _continue)
+                context[QUEUED_KEY] = True
         if thread_ts is None and channel_id is not None:
             run = await self.store.get_run(run_id)
             assert run is not None
             try:
-                ts = await self.presenter.post_root(run)
+                ts = await self.presenter.post_root(run, queued_ahead=queued_ahead)
             except Exception as exc:
                 # The person is told it did not start: save it as failed, or the sweep would
                 # take the unsaved run for one that died early and run it after all.
@@ -215,6 +240,9 @@ class Runner:
                     await self.store.release(lease)
                 raise
             await self.store.set_thread(run_id, channel_id, ts)
+        if self.handoff is not None:
+            await self._hand_off_new(lease, agent, conversation, context)
+            return run_id
 
         async def begin(accessor: Any, on_event: Any) -> RunResult:
             return await agent.run(
@@ -229,12 +257,62 @@ class Runner:
         self.spawn(self._drive(lease, agent, begin, stream=True), name=f"run:{run_id}")
         return run_id
 
+    async def _hand_off_new(
+        self, lease: Lease, agent: Agent, conversation: list[Message], context: dict[str, Any]
+    ) -> None:
+        """Save the run as `Agent.run` would before its first model call, then hand it to the
+        workers: whichever claims it continues it from that state (`Agent.recover`)."""
+        run = Run(
+            id=lease.run_id,
+            agent_id=agent.id,
+            model=agent.model,
+            messages=conversation,
+            max_steps=agent.max_steps,
+            context=context,
+        )
+        await self.store.accessor(lease, self.request_policy(agent)).save(RunResult(run=run))
+        await self.store.hand_off(lease)
+        self._wake(lease.run_id)
+
+    async def _hand_off_retry(self, run_id: str) -> bool:
+        """Save a failed run as running again (as `Agent.continue_run(retry=True)` does before
+        driving it) and hand it to the workers, which continue it with `Agent.recover`."""
+        lease = await self.store.claim_run(run_id)
+        if lease is None:
+            return False
+        result = await self.store.load_result(run_id)
+        agent = self.agents.get(result.run.agent_id) if result else None
+        if result is None or agent is None or result.run.status != "failed":
+            await self.store.release(lease)
+            return False
+        result.run.status = "running"
+        result.run.error = None
+        result.run.pause = None
+        await self.store.accessor(lease, self.request_policy(agent)).save(result)
+        await self.store.hand_off(lease)
+        self._wake(run_id)
+        return True
+
+    def _wake(self, run_id: str) -> None:
+        if self.handoff is not None:
+            self.handoff(run_id)
+
     async def continue_run(self, run_id: str, *, retry: bool = False) -> bool:
         """Continue the run in the background if nobody holds it.
+
+        On a front whose runs are driven by workers (`handoff` set), the workers are woken
+        instead; a retry is saved as running again and handed off (agents' clients are bound
+        to the worker's event loop: a front never drives a run).
 
         When this process is busy (every slot taken), the run waits in a queue WITHOUT a
         lease: it stays visible as ready to every replica's sweep, and is claimed only when a
         slot frees. Returns False when the run is held by someone else (or already queued)."""
+        if self.handoff is not None:
+            if retry:
+                return await self._hand_off_retry(run_id)
+            await self.store.notify_ready(run_id)
+            self._wake(run_id)
+            return True
         if run_id in self._queued:
             return False
         if self._slots.locked() and not retry:
@@ -247,6 +325,11 @@ class Runner:
         log.info("event=run_claimed run_id=%s owner=%s", run_id, lease.owner)
         self.spawn(self._continue(lease, retry), name=f"continue:{run_id}")
         return True
+
+    def drive_claimed(self, lease: Lease) -> asyncio.Task[Any]:
+        """Continue a run this process has just claimed (a worker's batch claim)."""
+        log.info("event=run_claimed run_id=%s owner=%s", lease.run_id, lease.owner)
+        return self.spawn(self._continue(lease, False), name=f"continue:{lease.run_id}")
 
     async def _continue_when_free(self, run_id: str) -> None:
         try:
@@ -261,8 +344,9 @@ class Runner:
             self._queued.discard(run_id)
 
     async def _continue(self, lease: Lease, retry: bool, slot_held: bool = False) -> None:
-        result = await self.store.load_result(lease.run_id)
-        run = await self.store.get_run(lease.run_id)
+        async with self._cpu:
+            result = await self.store.load_result(lease.run_id)
+            run = await self.store.get_run(lease.run_id)
         agent = self.agents.get(run.agent_id) if run else None
         if run is None or agent is None:
             log.error("event=continue_skipped run_id=%s reason=unknown_run_or_agent", lease.run_id)
@@ -312,6 +396,8 @@ class Runner:
             return
 
         elif status == "running":
+            if result.run.context.pop(QUEUED_KEY, None) and not result.run.context.get("follow_up"):
+                await self.safely(self.presenter.update_root(run))  # queued -> running
 
             async def fn(acc: Any, ev: Any) -> RunResult:
                 return await agent.recover(run=result, state=acc, on_event=ev)
@@ -348,8 +434,13 @@ class Runner:
         """Drive a run; `stream`: its text streams to the thread (never on a retry or a
         recovery, which could show text a second time)."""
         on_event = RunCallbacks(self._progress, await self._text_sink(lease.run_id, stream))
-        accessor = self.store.accessor(lease, self.request_policy(agent))
+        flight = InFlight(lease, self.store.accessor(lease, self.request_policy(agent)))
+        accessor = flight.accessor
         renewer = asyncio.create_task(self._renew(lease))
+        task = asyncio.current_task()
+        if task is not None:
+            flight.task = task
+        self.in_flight[lease.run_id] = flight
 
         try:
             if slot_held:
@@ -357,10 +448,16 @@ class Runner:
             else:
                 async with self._slots:
                     result = await fn(accessor, on_event)
+            flight.phase = "presenting"
         except LeaseLostError:
             log.warning("event=write_fenced run_id=%s: another replica holds the run", lease.run_id)
+            self._forget(flight)
             return
+        except asyncio.CancelledError:
+            self._forget(flight)
+            raise
         except Exception as exc:
+            flight.phase = "presenting"
             failure = Failure.of(exc)
             log.exception(
                 "event=run_crashed run_id=%s error_id=%s error_type=%s",
@@ -369,14 +466,45 @@ class Runner:
                 failure.error_type,
             )
             error = failure.shown
-            await self._mark_failed(accessor, lease, error)
-            run = await self.store.get_run(lease.run_id)
-            if run is not None:
-                await self.safely(self.presenter.post_failure(run, error))
+            try:
+                await self._mark_failed(accessor, lease, error)
+                run = await self.store.get_run(lease.run_id)
+                if run is not None:
+                    await self.safely(self.presenter.post_failure(run, error))
+            finally:
+                self._forget(flight)
             return
         finally:
             renewer.cancel()
-        await self.present(result)
+        try:
+            await self.present(result)
+        finally:
+            self._forget(flight)
+
+    def _forget(self, flight: InFlight) -> None:
+        if self.in_flight.get(flight.lease.run_id) is flight:
+            del self.in_flight[flight.lease.run_id]
+
+    async def drain(self, grace: float) -> None:
+        """Graceful stop: let runs finish for up to `grace` seconds; then hand back the runs
+        not inside a tool body (another worker continues them at once, from their last save,
+        nothing shown as interrupted). A run inside a tool body is left to its lease: if it
+        does not finish, it is recovered elsewhere as interrupted, as after a crash."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self._tasks and loop.time() < deadline:
+            await asyncio.wait(
+                set(self._tasks), timeout=min(0.2, max(0.01, deadline - loop.time()))
+            )
+        for flight in list(self.in_flight.values()):
+            if flight.phase == "driving" and not flight.in_tool_body and flight.task is not None:
+                flight.task.cancel()
+                await asyncio.gather(flight.task, return_exceptions=True)
+                try:
+                    await self.store.hand_off(flight.lease)
+                    log.info("event=run_handed_back run_id=%s", flight.lease.run_id)
+                except Exception:
+                    log.exception("event=hand_back_failed run_id=%s", flight.lease.run_id)
 
     async def _text_sink(self, run_id: str, stream: bool) -> TextSink | None:
         """Where the run's text streams (None: shown only when the answer is complete)."""
@@ -424,6 +552,10 @@ class Runner:
 
     async def present(self, result: RunResult) -> None:
         """Show where a run stopped: new cards, the final answer, or the failure."""
+        async with self._cpu:
+            await self._present(result)
+
+    async def _present(self, result: RunResult) -> None:
         run = await self.store.get_run(result.run.id)
         if run is None:
             return
@@ -436,10 +568,12 @@ class Runner:
             await self.safely(self.presenter.post_answer(run, render_output(result.output), cut))
         elif status == "failed":
             await self.safely(self.presenter.post_failure(run, result.run.error or "unknown error"))
+        after: list[Awaitable[Any]] = []  # independent Slack calls: made concurrently
         if not result.run.context.get("follow_up"):
-            await self.safely(self.presenter.update_root(run))
+            after.append(self.safely(self.presenter.update_root(run)))
         if run.requester:
-            await self.safely(self.presenter.refresh_home(run.requester))
+            after.append(self.safely(self.presenter.refresh_home(run.requester)))
+        await asyncio.gather(*after)
 
     async def repost_cards(self, run_id: str) -> None:
         """Post cards that a dead process never posted; the lease makes one replica do it."""

@@ -7,7 +7,7 @@ import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -30,6 +30,7 @@ from bot.service.policy_file import PolicyError
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks import home
 from bot.slack.directory import SlackDirectory
+from bot.slack.home_refresh import HomeRefresher
 from bot.slack.listeners import register
 from bot.slack.listeners.common import SERVICE_KEY
 from bot.slack.presenter import SlackPresenter
@@ -61,7 +62,7 @@ def service_settings(settings: Settings) -> ServiceSettings:
         remind_after=settings.sayso_remind_after,
         lease_seconds=settings.sayso_lease_seconds,
         retention=settings.sayso_retention,
-        max_active_runs=settings.sayso_max_active_runs,
+        max_active_runs=settings.worker_concurrency,
         rate_limit=rate_limit(settings),
         admins=settings.sayso_admins,
     )
@@ -83,6 +84,23 @@ class Bot:
     client: AsyncWebClient
     replay_guard: ReplayGuard
     identity: WorkspaceIdentity
+    drives_runs: bool = True
+    """False on a front whose runs are driven by workers (`sayso run` with its embedded
+    worker, `--no-worker`): it hands runs off and leaves sweeping to the workers."""
+    policy_reloaders: list[Callable[[], object]] = field(default_factory=list)
+    """Also told on SIGHUP: services of this process that evaluate policies (the embedded
+    worker's, on its own event loop)."""
+
+    def reload_policy(self) -> None:
+        """SIGHUP: read SAYSO_POLICY again here and in every service of this process."""
+        self.service.reload_policy()
+        for reload in self.policy_reloaders:
+            reload()
+
+    def hand_runs_to_workers(self, wake: Callable[[str], None]) -> None:
+        """Make this a front: runs are handed to workers; `wake` wakes a local one."""
+        self.drives_runs = False
+        self.service.runner.handoff = wake
 
     async def start(self) -> None:
         """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)."""
@@ -95,12 +113,11 @@ class Bot:
             )
         if self.settings.sayso_policy:
             try:
-                asyncio.get_running_loop().add_signal_handler(
-                    signal.SIGHUP, self.service.reload_policy
-                )
+                asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload_policy)
             except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
                 log.warning("event=no_sighup: reload the policy file by restarting")
-        self.service.start_sweeper(self.settings.sayso_sweep_interval)
+        if self.drives_runs:
+            self.service.start_sweeper(self.settings.sayso_sweep_interval)
 
     async def stop(self) -> None:
         await self.identity.stop()
@@ -319,38 +336,53 @@ class ProvideService(AsyncMiddleware):
         return await next()
 
 
-def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None = None) -> Bot:
-    install_log_scrubbing()  # whoever embeds the bot, its log lines carry no secrets
-    client = web_client(settings)
-    store = store or Store(
+def build_store(settings: Settings) -> Store:
+    return Store(
         settings.database_url,
         replica_id=settings.sayso_replica_id,
         lease_seconds=settings.sayso_lease_seconds,
         encryption_keys=settings.encryption_keys(),
     )
+
+
+def build_service(
+    settings: Settings, agents: AgentRegistry, store: Store, client: AsyncWebClient
+) -> Service:
+    """The service with its Slack presenter and directory (a front's, or a worker's)."""
     directory = SlackDirectory(client)
     service: Service | None = None
 
-    async def refresh_home(user_id: str) -> None:
+    async def home_of(user_id: str) -> dict[str, Any]:
         assert service is not None
         inbox = await service.inbox(user_id)
-        view = home.home_view(
+        return home.home_view(
             [card_info(request, run, agents) for request, run in inbox.pending],
             inbox.total,
             [run_info(r) for r in inbox.recent_runs],
             user_id=user_id,
             total_is_lower_bound=inbox.total_is_lower_bound,
         )
+
+    async def publish(user_id: str, view: dict[str, Any]) -> None:
         await client.views_publish(user_id=user_id, view=view)
 
-    presenter = SlackPresenter(client, agents, home_refresher=refresh_home)
+    homes = HomeRefresher(home_of, publish)
+    presenter = SlackPresenter(client, agents, home_refresher=homes.refresh, closing=homes.close)
     service = Service(store, agents, directory, presenter, service_settings(settings))
-    identity = WorkspaceIdentity(client, service)
     if settings.sayso_policy:
         try:
             service.load_policy(settings.sayso_policy)
         except PolicyError as exc:
             raise ConfigError(f"SAYSO_POLICY is not usable: {exc}") from None
+    return service
+
+
+def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None = None) -> Bot:
+    install_log_scrubbing()  # whoever embeds the bot, its log lines carry no secrets
+    client = web_client(settings)
+    store = store or build_store(settings)
+    service = build_service(settings, agents, store, client)
+    identity = WorkspaceIdentity(client, service)
     app = AsyncApp(
         client=client,
         signing_secret=settings.secret("slack_signing_secret") or "socket-mode-has-no-secret",

@@ -46,6 +46,8 @@ class CallbackId(StrEnum):
     """Approve with a reason (tools and rules with `require_reason`)."""
     VIEW_ARGS = "sayso_view_args"
     HOME = "sayso_home"
+    NOTICE = "sayso_notice"
+    """A modal opened at once on a click (loading), then filled in or showing a refusal."""
 
 
 class BlockId(StrEnum):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -25,12 +26,19 @@ class SlackPresenter:
         client: AsyncWebClient,
         agents: AgentRegistry,
         home_refresher: Callable[[str], Awaitable[None]] | None = None,
+        closing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.client = client
         self.agents = agents
         self.home_refresher = home_refresher
         self.live = LiveStatus(client)
         self._streams: dict[str, AnswerStream] = {}
+        self.closing = closing
+
+    async def close(self) -> None:
+        """Cancel refreshes still waiting (coalesced App Home refreshes)."""
+        if self.closing is not None:
+            await self.closing()
 
     async def _post(self, run: RunRecord, message: dict[str, Any]) -> str | None:
         if not run.channel_id:
@@ -40,12 +48,14 @@ class SlackPresenter:
         )
         return str(resp["ts"])
 
-    async def post_root(self, run: RunRecord) -> str:
-        """The message that starts the run's thread; its ts becomes the thread's."""
+    async def post_root(self, run: RunRecord, *, queued_ahead: int = 0) -> str:
+        """The message that starts the run's thread; its ts becomes the thread's. With
+        `queued_ahead`, its status says how many runs wait for a worker before it."""
         if not run.channel_id:
             raise ValueError(f"run {run.id} has no channel to post its first message in")
         resp = await self.client.chat_postMessage(
-            channel=run.channel_id, **messages.root_message(run_info(run))
+            channel=run.channel_id,
+            **messages.root_message(replace(run_info(run), queued_ahead=queued_ahead)),
         )
         return str(resp["ts"])
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from bot.service import Actor
 from tests.e2e.harness import Harness, has_button, message_text
+from tests.helpers.views import filled_views
 
 DEPLOY = {"environment": "staging", "version": "v2"}
 DRAFT = "DRAFT: Hello, we refunded your order."
@@ -43,7 +44,7 @@ async def open_modal(h: Harness, user: str, card: dict, action_id: str) -> dict:
     """Click `action_id` on the card as `user`; returns the modal that opened."""
     d = await h.sandbox.click(user, "C_GENERAL", card["ts"], action_id)
     assert d.status == 200
-    views = await h.sandbox.wait_for(lambda sb: sb.open_views(user))
+    views = await h.sandbox.wait_for(lambda sb: filled_views(sb, user))
     return views[-1]
 
 

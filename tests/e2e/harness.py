@@ -3,6 +3,7 @@ the `Harness` that starts, stops and restarts it, and readers of what the sandbo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ from bot.serve import free_port
 from bot.service.registry import AgentRegistry
 from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
+from bot.worker import EmbeddedWorker
 from tests.e2e.agents import SideEffects, make_agents
+from tests.helpers.waiting import eventually
 
 SECRET = "e2e-signing-secret"
 TOKEN = "xoxb-sandbox"
@@ -37,6 +40,10 @@ class Harness:
         self.extra_agents: list[Agent] = []  # beside make_agents' (e.g. on another provider)
         self.make_agents = make_agents
         """What agents the bot serves (a test may swap in its own before `start_bot`)."""
+        self.split = os.environ.get("SAYSO_TEST_SPLIT") == "1"
+        """Front and worker split as `sayso run` does (the worker on its own thread and loop);
+        else the in-process mode, one event loop driving the runs it starts."""
+        self.worker: EmbeddedWorker | None = None
 
     @property
     def url(self) -> str:
@@ -59,7 +66,12 @@ class Harness:
         agents = agents or self.make_agents(self.model.base_url, self.effects)
         registry = AgentRegistry([*agents, *self.extra_agents])
         self.bot = build_bot(self.settings(), registry)
+        if self.split:
+            self.worker = EmbeddedWorker(self.settings(), registry)
+            self.bot.hand_runs_to_workers(self.worker.wake)
         await self.bot.start()
+        if self.worker is not None:
+            await self.worker.start()
         self._runner = web.AppRunner(self.bot.web_app(), access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
@@ -70,6 +82,9 @@ class Harness:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.worker is not None:
+            await self.worker.stop()
+            self.worker = None
         if self.bot is not None:
             await self.bot.stop()
             self.bot = None
@@ -77,6 +92,9 @@ class Harness:
     async def idle(self) -> None:
         if self.bot is not None:
             await self.bot.service.runner.idle()
+        if self.worker is not None:
+            worker = self.worker
+            await eventually(lambda: not worker.busy, timeout=30, what="the worker to be idle")
 
     # -- reading the sandbox ---------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.e2e.flows import start_deploy
 from tests.e2e.harness import Harness, has_button, message_text
+from tests.helpers.views import filled_views
 
 
 async def test_slash_command_posts_root_and_card(harness: Harness) -> None:
@@ -45,7 +46,7 @@ async def test_long_arguments_are_cut_with_a_view_full_arguments_modal(harness: 
     assert has_button(card, "view_args")
     assert "cut" in message_text(card).lower()
     await h.sandbox.click("U_MEMBER", "C_GENERAL", card["ts"], "view_args")
-    view = (await h.sandbox.wait_for(lambda sb: sb.open_views("U_MEMBER")))[-1]
+    view = (await h.sandbox.wait_for(lambda sb: filled_views(sb, "U_MEMBER")))[-1]
     assert view["callback_id"] == "sayso_view_args"
     shown = "".join(message_text({"blocks": [b]}) for b in view["blocks"])
     assert shown.count("9") >= 5000

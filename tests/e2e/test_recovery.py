@@ -5,10 +5,19 @@ posted by the sweep."""
 from __future__ import annotations
 
 import asyncio
+import os
+
+import pytest
 
 from tests.e2e.flows import start_deploy, wait_answer
 from tests.e2e.harness import Harness, has_button, message_text
 from tests.helpers.waiting import eventually
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SAYSO_TEST_SPLIT") == "1",
+    reason="reaches into the in-process runner, store and presenter (tests/fault/test_workers.py "
+    "covers split processes)",
+)
 
 
 async def crash(h: Harness) -> None:

@@ -23,6 +23,7 @@ from bot.testing import FakeModelServer
 from tests.e2e.agents import make_agents
 from tests.e2e.flows import DEPLOY, start_deploy
 from tests.e2e.harness import TOKEN, Harness, has_button, message_text
+from tests.helpers.views import filled_views
 
 APP_TOKEN = "xapp-sandbox"
 
@@ -71,7 +72,7 @@ async def test_modal_errors_and_edit_over_the_socket(socket_harness: Harness) ->
     card = await start_deploy(h)
     d = await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "edit")
     assert d.ok
-    view = (await h.sandbox.wait_for(lambda sb: sb.open_views("U_APPROVER")))[-1]
+    view = (await h.sandbox.wait_for(lambda sb: filled_views(sb, "U_APPROVER")))[-1]
     bad = await h.sandbox.submit_view("U_APPROVER", view["id"], {"replicas": "many"})
     assert bad.ok and bad.body["response_action"] == "errors"
     assert "replicas" in h.sandbox.view_errors(view["id"])

@@ -15,13 +15,14 @@ from tests.e2e.flows import (
     wait_answer,
 )
 from tests.e2e.harness import Harness, has_button, message_text
+from tests.helpers.views import filled_views
 
 
 async def test_review_by_modal(harness: Harness) -> None:
     h = harness
     card = await start_review(h)
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "review")
-    view = (await h.sandbox.wait_for(lambda sb: sb.open_views("U_APPROVER")))[-1]
+    view = (await h.sandbox.wait_for(lambda sb: filled_views(sb, "U_APPROVER")))[-1]
     assert view["callback_id"] == "sayso_review"
     block = next(b for b in view["blocks"] if b["type"] == "input")
     assert block["block_id"] == "input" and block["element"]["action_id"] == "value"

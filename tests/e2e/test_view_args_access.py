@@ -1,8 +1,10 @@
 """The full-arguments modal (`view_args`) is for the request's requester and the people who
-may decide it; every refusal is ephemeral and audited, clicks on another card's button too."""
+may decide it; every refusal is told (in the modal the click opened, or ephemeral) and
+audited, clicks on another card's button too."""
 
 from __future__ import annotations
 
+from bot.slack.ids import CallbackId
 from tests.e2e.flows import card_request_id, start_deploy
 from tests.e2e.harness import Harness
 from tests.helpers.waiting import eventually
@@ -12,18 +14,31 @@ LONG = "v2-" + "x" * 4000  # too long for the card: a View full arguments button
 FOREIGN = "does not belong to the card"
 
 
+def arguments_views(h: Harness, user: str) -> list[dict]:
+    return [v for v in h.sandbox.open_views(user) if v.get("callback_id") == CallbackId.VIEW_ARGS]
+
+
+def refusals_told(h: Harness, user: str) -> list[str]:
+    """What the person was told no: ephemerals, and the modals a refused click filled in."""
+    told = [m.get("text") or "" for m in h.sandbox.ephemerals(user)]
+    for view in h.sandbox.open_views(user):
+        if view.get("callback_id") == CallbackId.NOTICE and view["title"]["text"] != "One moment":
+            told.append(view["blocks"][0]["text"]["text"])
+    return told
+
+
 async def open_args(h: Harness, user: str, card: dict) -> bool:
-    """Click View full arguments as `user`; True when the modal opened, False when told no."""
-    views, told = len(h.sandbox.open_views(user)), len(h.sandbox.ephemerals(user))
+    """Click View full arguments as `user`; True when the modal shows them, False when told no."""
+    views, told = len(arguments_views(h, user)), len(refusals_told(h, user))
     await h.sandbox.click(user, "C_GENERAL", card["ts"], "view_args")
     await eventually(
-        lambda: len(h.sandbox.open_views(user)) > views or len(h.sandbox.ephemerals(user)) > told
+        lambda: len(arguments_views(h, user)) > views or len(refusals_told(h, user)) > told
     )
-    return len(h.sandbox.open_views(user)) > views
+    return len(arguments_views(h, user)) > views
 
 
 def last_told(h: Harness, user: str) -> str:
-    return h.sandbox.ephemerals(user)[-1].get("text") or ""
+    return refusals_told(h, user)[-1]
 
 
 async def deploy_card(h: Harness, n: int) -> dict:
@@ -84,12 +99,14 @@ async def test_a_button_naming_another_cards_request_is_refused_and_audited(
     for action_id in ("view_args", "approve", "edit"):
         payload = h.sandbox.click_payload("U_APPROVER", "C_GENERAL", second["ts"], action_id)
         payload["actions"][0]["value"] = first_id  # a tampered click
-        told = len(h.sandbox.ephemerals("U_APPROVER"))
+        told = len(refusals_told(h, "U_APPROVER"))
         delivery = await h.sandbox.send_payload("block_actions", payload)
         assert delivery.status == 200
-        await eventually(lambda told=told: len(h.sandbox.ephemerals("U_APPROVER")) > told)
+        await eventually(lambda told=told: len(refusals_told(h, "U_APPROVER")) > told)
         assert FOREIGN in last_told(h, "U_APPROVER")
-    assert h.sandbox.open_views("U_APPROVER") == []
+        for view in h.sandbox.open_views("U_APPROVER"):  # the person closes what they read
+            await h.sandbox.close_view("U_APPROVER", view["id"])
+    assert arguments_views(h, "U_APPROVER") == []
     assert h.bot is not None
     request = await h.bot.store.get_request(first_id)
     assert request is not None and request.status == "pending"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Literal
@@ -78,6 +79,7 @@ def make_agents(
                 "version": version,
                 "key": ctx.idempotency_key if ctx else None,
                 "pid": os.getpid(),
+                "at": time.time(),
             },
         )
         if hang:

@@ -72,9 +72,12 @@ class Cluster:
         sweep_interval: float = 0.3,
         min_approvals: int = 1,
         escalate_after: float | None = None,
+        role: str = "replica",
+        env: dict[str, str] | None = None,
     ) -> Replica:
+        """Start a replica; `role` "front" or "worker" splits it (see tests/fault/replica.py)."""
         port = free_port()
-        env = {
+        environ = {
             **os.environ,
             "SLACK_BOT_TOKEN": TOKEN,
             "SLACK_SIGNING_SECRET": SECRET,
@@ -85,9 +88,12 @@ class Cluster:
             "SAYSO_REPLICA_ID": name,
             "SAYSO_LOG_LEVEL": "INFO",
             "PYTHONUNBUFFERED": "1",
+            # one requester starts every run of a load test: no per-person rate limit here
+            "SAYSO_RATE_LIMIT": "off",
+            **(env or {}),
         }
         for key in ("SLACK_APP_TOKEN", "SAYSO_APPROVERS", "SAYSO_AGENTS"):
-            env.pop(key, None)
+            environ.pop(key, None)
         cmd = [
             sys.executable,
             "-m",
@@ -102,17 +108,38 @@ class Cluster:
             str(hang),
             "--min-approvals",
             str(min_approvals),
+            "--role",
+            role,
         ]
         if escalate_after is not None:
             cmd += ["--escalate-after", str(escalate_after)]
         if die_after_decision:
             cmd.append("--die-after-decision")
         log_path = self.tmp_path / f"{name}.log"
-        proc = _spawn(cmd, env, log_path)
+        proc = _spawn(cmd, environ, log_path)
         replica = Replica(name, port, proc, log_path)
         self.replicas.append(replica)
-        await self._wait_healthy(replica)
+        if role == "worker":
+            await self._wait_listening(replica)
+        else:
+            await self._wait_healthy(replica)
         return replica
+
+    async def _wait_listening(self, worker: Replica, within: float = 30.0) -> None:
+        """A worker is ready once it listens for ready runs (PostgreSQL NOTIFY)."""
+
+        def listening() -> bool:
+            if worker.proc.poll() is not None:
+                raise AssertionError(f"{worker.name} exited:\n{worker.log()}")
+            return "event=listening_for_ready_runs" in worker.log()
+
+        await eventually(
+            listening,
+            timeout=within,
+            interval=0.1,
+            what=f"{worker.name} to listen for ready runs",
+            detail=worker.log,
+        )
 
     async def _wait_healthy(self, replica: Replica, within: float = 30.0) -> None:
         async with aiohttp.ClientSession() as session:

@@ -8,6 +8,10 @@ Slack, database, lease and sweep settings come from the environment as for `says
 (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, DATABASE_URL, SAYSO_LEASE_SECONDS,
 SAYSO_SWEEP_INTERVAL, SAYSO_REPLICA_ID). The agents come from tests.fault.agents.
 
+`--role front` serves HTTP and hands every run to workers (`sayso run --no-worker`);
+`--role worker` only claims and drives runs (`sayso worker`), until SIGTERM. The default
+role is the single process that does both on one event loop (the in-process mode).
+
 `--die-after-decision` is fault injection: this process SIGKILLs itself the moment a
 recorded decision makes the run ready, before it claims and continues the run.
 """
@@ -24,7 +28,7 @@ from aiohttp import web
 
 from bot.cli import setup_logging
 from bot.config import Settings
-from bot.serve import wait_for_stop
+from bot.serve import serve_worker, wait_for_stop
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner
 from bot.slack.app import build_bot
@@ -51,7 +55,12 @@ async def serve(args: argparse.Namespace) -> None:
             args.model_url, args.effects, args.hang, args.min_approvals, args.escalate_after
         )
     )
+    if args.role == "worker":
+        await serve_worker(settings, agents)
+        return
     bot = build_bot(settings, agents)
+    if args.role == "front":
+        bot.hand_runs_to_workers(lambda run_id: None)
     await bot.start()
     runner = web.AppRunner(bot.web_app(), access_log=None)
     await runner.setup()
@@ -73,6 +82,7 @@ def main() -> None:
     p.add_argument("--die-after-decision", action="store_true")
     p.add_argument("--min-approvals", type=int, default=1)
     p.add_argument("--escalate-after", type=float, default=None)
+    p.add_argument("--role", choices=["replica", "front", "worker"], default="replica")
     args = p.parse_args()
     if args.die_after_decision:
         die_after_decision()

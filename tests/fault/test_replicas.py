@@ -33,6 +33,7 @@ from tests.fault.slack import (
     thread,
     thread_text,
 )
+from tests.helpers.views import filled_views
 from tests.helpers.waiting import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -154,8 +155,8 @@ async def test_50_approves_race_50_rejects_one_outcome(cluster: Cluster, store: 
         sb.bot_url = (a, b)[i % 2].url
         delivery = await sb.click(user, "C_GENERAL", card["ts"], "reject")
         assert delivery.ok, delivery.summary()
-    await sb.wait_for(lambda _: all(sb.open_views(u) for u in rejecters), timeout=20)
-    views = {u: sb.open_views(u)[-1] for u in rejecters}
+    await sb.wait_for(lambda _: all(filled_views(sb, u) for u in rejecters), timeout=20)
+    views = {u: filled_views(sb, u)[-1] for u in rejecters}
     assert {v["callback_id"] for v in views.values()} == {"sayso_reject"}
     bodies: list[str] = []
     for approver, rejecter in zip(approvers, rejecters, strict=True):

@@ -35,6 +35,7 @@ CALLBACK_IDS = {
     "VIEW_ARGS": "sayso_view_args",
     "HOME": "sayso_home",
     "APPROVE": "sayso_approve",
+    "NOTICE": "sayso_notice",
 }
 BLOCK_IDS = {
     "CARD_HEADER": "card_header",
@@ -158,7 +159,8 @@ def test_the_surfaces_show_every_button_and_form() -> None:
     action_ids = {e["action_id"] for s in surfaces for _, e in _buttons(s)}
     forms = {s["callback_id"] for s in surfaces if "submit" in s}
     assert action_ids == set(ActionId) - {ActionId.VALUE}  # inputs send nothing until submit
-    assert forms == set(CallbackId) - {CallbackId.VIEW_ARGS, CallbackId.HOME}
+    # views nobody submits: full arguments, App Home, and the notice a refusal fills in
+    assert forms == set(CallbackId) - {CallbackId.VIEW_ARGS, CallbackId.HOME, CallbackId.NOTICE}
 
 
 async def test_every_button_and_form_the_builders_make_has_a_listener(tmp_path: Path) -> None:
@@ -192,5 +194,11 @@ async def test_every_button_and_form_the_builders_make_has_a_listener(tmp_path: 
             submission = payloads.view_submission(person, view, "T_FORM")
             delivery = await w.sandbox.send_payload("view_submission", submission)
             assert delivery.status == 200, surface["callback_id"]
-        # each button's listener, after its ack, tells the person the request is gone (a DM)
-        await w.sandbox.wait_for(lambda sb: len(sb.calls_to("chat.postMessage")) >= len(clicks))
+        # each button's listener, after its ack, tells the person the request is gone: in a
+        # DM, or in the modal a form button opened at once (a loading view, then views.update)
+        await w.sandbox.wait_for(
+            lambda sb: (
+                len(sb.calls_to("chat.postMessage")) + len(sb.calls_to("views.update"))
+                >= len(clicks)
+            )
+        )

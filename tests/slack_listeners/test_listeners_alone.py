@@ -14,6 +14,7 @@ from bot.slack.ids import ActionId, CallbackId
 from bot.slack.listeners.actions import on_approve, on_open_form, on_retry
 from bot.slack.listeners.events import on_home_opened
 from bot.slack.listeners.views import on_reject
+from tests.helpers.views import filled_views
 from tests.slack_listeners.helpers import DeletedPerson, world
 
 
@@ -44,8 +45,9 @@ async def test_on_open_form_then_on_reject_rejects_with_the_reason(tmp_path: Pat
         card = await w.start_deploy()
         w.model.reply(text="Not deployed.")
         await w.sandbox.click("U_MEMBER", GENERAL, card["ts"], ActionId.REJECT)
-        await w.sandbox.wait_for(lambda sb: sb.open_views("U_MEMBER"))  # opened after the ack
-        [form] = w.sandbox.open_views("U_MEMBER")
+        # opened after the ack: a loading view at once, filled in once checked
+        await w.sandbox.wait_for(lambda sb: filled_views(sb, "U_MEMBER"))
+        [form] = filled_views(w.sandbox, "U_MEMBER")
         assert form["callback_id"] == CallbackId.REJECT
         delivery = await w.sandbox.submit_view("U_MEMBER", form["id"], {"reason": "Not today"})
         assert delivery.status == 200

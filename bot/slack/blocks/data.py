@@ -70,6 +70,7 @@ class RunInfo:
     error: str | None = None
     permalink: str | None = None  # added: link to the thread (chat.getPermalink), if known
     activity: str | None = None  # the step under way or waiting (from the live status)
+    queued_ahead: int = 0  # a running run not yet taken by a worker: runs waiting before it
 
 
 @dataclass(frozen=True)

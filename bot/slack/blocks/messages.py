@@ -41,6 +41,9 @@ def root_message(run: RunInfo) -> dict[str, Any]:
     status = [f"Status: {run_status_text(run.status)}"]
     if run.activity:
         status.append(L.cut_text(run.activity, 500))
+    if run.status == "running" and run.queued_ahead > 0:
+        ahead = f"{run.queued_ahead} run{'s' if run.queued_ahead != 1 else ''} ahead"
+        status = [f"Status: :hourglass: Queued: {ahead}"]
     if run.status == "failed" and run.error:
         status.append(L.escape(L.cut_text(one_line(run.error), 500)))
     if run.created_at:

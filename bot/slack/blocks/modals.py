@@ -316,3 +316,19 @@ def view_args_modal(card: CardInfo) -> dict[str, Any]:
         note = f"… (cut: {rest:,} more characters: too long to show in Slack)"
         blocks.append(L.context([note], BlockId.MODAL_CUT))
     return _modal(CallbackId.VIEW_ARGS, "Full arguments", card, blocks, None, "Close")
+
+
+def loading_modal() -> dict[str, Any]:
+    """Opened at once on a click (the trigger id lives 3 s), filled in with views.update."""
+    return notice_modal("One moment", ":hourglass: Loading…")
+
+
+def notice_modal(title: str, text: str) -> dict[str, Any]:
+    """A modal with one message and a Close button (a loading view, or why not)."""
+    return {
+        "type": "modal",
+        "callback_id": CallbackId.NOTICE,
+        "title": L.plain(title, L.MODAL_TITLE),
+        "close": L.plain("Close", L.MODAL_BUTTON),
+        "blocks": [L.section(L.escape(L.cut_text(text, 2000)), BlockId.MODAL_INTRO)],
+    }

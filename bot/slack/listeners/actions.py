@@ -65,17 +65,50 @@ async def refused_foreign(
     return True
 
 
-async def open_view(
-    client: AsyncWebClient, service: Service, body: dict[str, Any], view: dict[str, Any]
-) -> None:
-    """views.open with the click's trigger_id (valid 3 s); say so when Slack refuses it."""
+async def refused_foreign_in_view(
+    client: AsyncWebClient,
+    service: Service,
+    body: dict[str, Any],
+    request: ApprovalRequestRecord | None,
+    view_id: str,
+) -> bool:
+    """`refused_foreign` for a click that already opened a (loading) modal: said in it."""
+    if request is None or not foreign(body, request):
+        return False
+    action = ((body.get("actions") or [{}])[0]).get("action_id", "")
+    await service.refuse_foreign_click(request, actor_from(body), str(action))
+    await refuse_in_view(client, view_id, FOREIGN)
+    return True
+
+
+async def open_loading(
+    client: AsyncWebClient, service: Service, body: dict[str, Any]
+) -> str | None:
+    """Open a loading modal AT ONCE, before any database or directory look-up (the trigger
+    id lives 3 s); returns its view id, to fill in with `fill_view`."""
     try:
-        await client.views_open(trigger_id=body.get("trigger_id", ""), view=view)
+        resp = await client.views_open(
+            trigger_id=body.get("trigger_id", ""), view=modals.loading_modal()
+        )
     except SlackApiError as exc:
         error = exc.response.get("error")
         log.warning("event=modal_not_opened error=%s", error)
         text = f"I could not open the form (`{error}`): click again."
         await tell_actor(client, service, body, text)
+        return None
+    view = resp.get("view") or {}
+    return str(view.get("id") or "") or None
+
+
+async def fill_view(client: AsyncWebClient, view_id: str, view: dict[str, Any]) -> None:
+    try:
+        await client.views_update(view_id=view_id, view=view)
+    except SlackApiError as exc:  # the person closed it meanwhile
+        log.info("event=modal_not_updated error=%s", exc.response.get("error"))
+
+
+async def refuse_in_view(client: AsyncWebClient, view_id: str, text: str) -> None:
+    await fill_view(client, view_id, modals.notice_modal("Not possible", text))
 
 
 async def on_approve(
@@ -149,21 +182,23 @@ async def on_open_form(
 async def _open_form(
     body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient, service: Service
 ) -> None:
+    view_id = await open_loading(client, service, body)
+    if view_id is None:
+        return
     request_id = action.get("value", "")
-    if await refused_foreign(client, service, body, await service.approval_request(request_id)):
+    request = await service.approval_request(request_id)
+    if await refused_foreign_in_view(client, service, body, request, view_id):
         return
     outcome = await service.check(request_id, actor_from(body))
-    if not outcome.ok or outcome.request is None:
-        await tell_actor(client, service, body, outcome.message, outcome.request)
-        return
-    if outcome.run is None:
+    if not outcome.ok or outcome.request is None or outcome.run is None:
+        await refuse_in_view(client, view_id, outcome.message or GONE)
         return
     card = card_info(outcome.request, outcome.run, service.agents)
     if outcome.request.current_arguments is not outcome.request.arguments and card.edited_arguments:
         card = replace(card, arguments=dict(card.edited_arguments))  # edit an edit (masked)
     action_id = ActionId(action["action_id"])
     form = REASON_FORM if action_id is ActionId.APPROVE else FORMS[action_id]
-    await open_view(client, service, body, form(card))
+    await fill_view(client, view_id, form(card))
 
 
 async def on_view_args(
@@ -176,15 +211,19 @@ async def on_view_args(
     """View full arguments: for the request's requester and the people who may decide it."""
     await ack()
     service = service_of(context)
+    view_id = await open_loading(client, service, body)
+    if view_id is None:
+        return
     request_id = action.get("value", "")
-    if await refused_foreign(client, service, body, await service.approval_request(request_id)):
+    request = await service.approval_request(request_id)
+    if await refused_foreign_in_view(client, service, body, request, view_id):
         return
     outcome = await service.view_arguments(request_id, actor_from(body))
     if not outcome.ok or outcome.request is None or outcome.run is None:
-        await tell_actor(client, service, body, outcome.message or GONE, outcome.request)
+        await refuse_in_view(client, view_id, outcome.message or GONE)
         return
     card = card_info(outcome.request, outcome.run, service.agents)
-    await open_view(client, service, body, modals.view_args_modal(card))
+    await fill_view(client, view_id, modals.view_args_modal(card))
 
 
 async def on_retry(

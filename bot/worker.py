@@ -1,0 +1,230 @@
+"""Workers: claim ready runs from the store and drive them, never on the loop that acks Slack.
+
+- `sayso worker` runs one `Worker` on its own process's event loop (no front).
+- `sayso run` runs its front on the main event loop and an `EmbeddedWorker` on a thread with
+  its own event loop, its own Store (engine) and its own Slack client: engines and clients are
+  bound to the loop that made them.
+- The e2e fixtures and fault replicas keep the in-process mode: `build_bot(...)` alone drives
+  the runs it starts on its own loop (`Bot.drives_runs`).
+
+Concurrency counts runs in flight (a run awaiting its model or a tool holds one slot, and no
+CPU): `SAYSO_WORKER_CONCURRENCY`, default 200. Loading and presenting, the CPU-bound part, is
+bounded separately (`ServiceSettings.cpu_slots`). A worker is woken by PostgreSQL NOTIFY
+(store/wakeups.py) or, embedded, in-process by its front; the sweep is the safety net.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from bot.config import Settings
+
+if TYPE_CHECKING:
+    from bot.service import Service
+    from bot.service.registry import AgentRegistry
+
+log = logging.getLogger("sayso.worker")
+
+CLAIM_BATCH = 50
+
+
+class Worker:
+    """Claims ready runs (up to `concurrency` in flight) and drives them on this event loop."""
+
+    def __init__(
+        self, service: Service, *, concurrency: int, sweep_interval: float, grace: float
+    ) -> None:
+        self.service = service
+        self.concurrency = concurrency
+        self.sweep_interval = sweep_interval
+        self.grace = grace
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wakeup = asyncio.Event()
+        self._mine: set[asyncio.Task[Any]] = set()
+        self._full = False
+        self._stopping = False
+
+    @property
+    def runs_in_flight(self) -> int:
+        return len(self._mine)
+
+    def wake(self, run_id: str | None = None) -> None:
+        """Look for ready runs now. Safe to call from any thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._wakeup.set()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._wakeup.set)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Claim and drive runs until `stop` is set; then stop gracefully (`Runner.drain`)."""
+        self._loop = asyncio.get_running_loop()
+        listener = self.service.store.ready_listener(self.wake)
+        listener.start()
+        self.service.start_sweeper(self.sweep_interval)
+        stopped = asyncio.create_task(stop.wait())
+        log.info("event=worker_started concurrency=%d", self.concurrency)
+        try:
+            while not stop.is_set():
+                self._wakeup.clear()
+                try:
+                    await self.claim()
+                except Exception:
+                    log.exception("event=claim_failed")
+                woken = asyncio.create_task(self._wakeup.wait())
+                await asyncio.wait(
+                    {woken, stopped},
+                    timeout=self.sweep_interval,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                woken.cancel()
+        finally:
+            self._stopping = True
+            stopped.cancel()
+            log.info("event=worker_stopping in_flight=%d grace=%.1f", len(self._mine), self.grace)
+            await listener.close()
+            await self.service.stop_sweeper()
+            await self.service.runner.drain(self.grace)
+            await self.service.close()
+            log.info("event=worker_stopped")
+
+    async def claim(self) -> None:
+        """Claim ready runs while there is room, in batches, oldest first."""
+        while not self._stopping:
+            free = self.concurrency - len(self._mine)
+            self._full = free <= 0
+            if self._full:
+                return
+            batch = min(free, CLAIM_BATCH)
+            leases = await self.service.store.claim_ready(batch)
+            for lease in leases:
+                task = self.service.runner.drive_claimed(lease)
+                self._mine.add(task)
+                task.add_done_callback(self._finished)
+            if len(leases) < batch:
+                return
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._mine.discard(task)
+        if self._full:  # room again for a backlog left unclaimed
+            self._full = False
+            self._wakeup.set()
+
+
+async def run_worker(
+    settings: Settings,
+    agents: AgentRegistry,
+    stop: asyncio.Event,
+    *,
+    upgrade: bool = True,
+    on_started: Callable[[Worker], None] | None = None,
+) -> None:
+    """A worker with its own Store and Slack client, on the running event loop, until `stop`."""
+    from bot.agent.scrub import install_log_scrubbing
+    from bot.slack.app import build_service, build_store, web_client
+
+    install_log_scrubbing()  # `sayso worker` never builds a bot: its logs are scrubbed too
+    client = web_client(settings)
+    store = build_store(settings)
+    service = build_service(settings, agents, store, client)
+    try:
+        if upgrade:
+            await store.upgrade()
+        try:
+            auth = await client.auth_test()
+            service.workspace_team_id = auth.get("team_id")
+        except Exception as exc:
+            log.warning("event=auth_test_failed error=%s", exc)
+        worker = Worker(
+            service,
+            concurrency=settings.worker_concurrency,
+            sweep_interval=settings.sayso_sweep_interval,
+            grace=settings.sayso_shutdown_grace,
+        )
+        if on_started is not None:
+            on_started(worker)
+        await worker.run(stop)
+    finally:
+        await store.close()
+
+
+class EmbeddedWorker:
+    """The worker of `sayso run`: its own thread and event loop, so that driving runs never
+    delays an ack. The front wakes it in-process (`wake`) when it hands a run off."""
+
+    def __init__(self, settings: Settings, agents: AgentRegistry) -> None:
+        self.settings = settings
+        self.agents = agents
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._worker: Worker | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Is a run being driven (or claimed) here now? (For tests waiting for quiet.)"""
+        worker = self._worker
+        return worker is not None and bool(worker.runs_in_flight or worker.service.runner.busy)
+
+    def wake(self, run_id: str | None = None) -> None:
+        if self._worker is not None:
+            self._worker.wake(run_id)
+
+    def reload_policy(self) -> None:
+        """SIGHUP reached the front: the worker (which proposes calls, so evaluates the
+        policy) reads SAYSO_POLICY again, on its own loop."""
+        loop, worker = self._loop, self._worker
+        if loop is not None and worker is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(worker.service.reload_policy)
+
+    async def start(self, limit: float = 30.0) -> None:
+        self._thread = threading.Thread(target=self._main, name="sayso-worker", daemon=True)
+        self._thread.start()
+        await asyncio.to_thread(self._started.wait, limit)
+        if self._error is not None:
+            raise self._error
+        if self._worker is None:
+            raise RuntimeError("the embedded worker did not start")
+
+    async def stop(self) -> None:
+        """Stop claiming, let runs finish within the grace period, then hand the rest back."""
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stop.set)
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, self.settings.sayso_shutdown_grace + 10)
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:  # told to the front through start()
+            self._error = exc
+            log.exception("event=embedded_worker_failed")
+        finally:
+            self._started.set()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+
+        def started(worker: Worker) -> None:
+            self._worker = worker
+            self._started.set()
+
+        await run_worker(self.settings, self.agents, self._stop, upgrade=False, on_started=started)
