@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Final
 
@@ -11,13 +11,13 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.service import Service
+from bot.service import Actor, Outcome, Service
 from bot.slack.blocks import modals
 from bot.slack.blocks.data import CardInfo
 from bot.slack.ids import BUTTON_DECISION, ActionId
 from bot.slack.listeners.common import actor_from, service_of, tell_actor
 from bot.slack.render import card_info
-from store import ApprovalRequestRecord
+from store import ApprovalRequestRecord, RunRecord
 
 log = logging.getLogger("sayso.slack")
 
@@ -182,19 +182,12 @@ async def on_open_form(
 async def _open_form(
     body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient, service: Service
 ) -> None:
-    view_id = await open_loading(client, service, body)
-    if view_id is None:
+    found = await _checked_in_view(client, service, body, action, service.check)
+    if found is None:
         return
-    request_id = action.get("value", "")
-    request = await service.approval_request(request_id)
-    if await refused_foreign_in_view(client, service, body, request, view_id):
-        return
-    outcome = await service.check(request_id, actor_from(body))
-    if not outcome.ok or outcome.request is None or outcome.run is None:
-        await refuse_in_view(client, view_id, outcome.message or GONE)
-        return
-    card = card_info(outcome.request, outcome.run, service.agents)
-    if outcome.request.current_arguments is not outcome.request.arguments and card.edited_arguments:
+    view_id, request, run = found
+    card = card_info(request, run, service.agents)
+    if request.current_arguments is not request.arguments and card.edited_arguments:
         card = replace(card, arguments=dict(card.edited_arguments))  # edit an edit (masked)
     action_id = ActionId(action["action_id"])
     form = REASON_FORM if action_id is ActionId.APPROVE else FORMS[action_id]
@@ -211,19 +204,35 @@ async def on_view_args(
     """View full arguments: for the request's requester and the people who may decide it."""
     await ack()
     service = service_of(context)
+    found = await _checked_in_view(client, service, body, action, service.view_arguments)
+    if found is not None:
+        view_id, request, run = found
+        await fill_view(
+            client, view_id, modals.view_args_modal(card_info(request, run, service.agents))
+        )
+
+
+async def _checked_in_view(
+    client: AsyncWebClient,
+    service: Service,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    check: Callable[[str, Actor], Awaitable[Outcome]],
+) -> tuple[str, ApprovalRequestRecord, RunRecord] | None:
+    """Open a loading modal at once, then `check` the click: the modal's view id and what
+    it is about, or None once the refusal is said in the modal (and audited)."""
     view_id = await open_loading(client, service, body)
     if view_id is None:
-        return
+        return None
     request_id = action.get("value", "")
     request = await service.approval_request(request_id)
     if await refused_foreign_in_view(client, service, body, request, view_id):
-        return
-    outcome = await service.view_arguments(request_id, actor_from(body))
+        return None
+    outcome = await check(request_id, actor_from(body))
     if not outcome.ok or outcome.request is None or outcome.run is None:
         await refuse_in_view(client, view_id, outcome.message or GONE)
-        return
-    card = card_info(outcome.request, outcome.run, service.agents)
-    await fill_view(client, view_id, modals.view_args_modal(card))
+        return None
+    return view_id, outcome.request, outcome.run
 
 
 async def on_retry(
