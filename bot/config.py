@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     sayso_max_active_runs: int = Field(default=8, ge=1)
     sayso_replica_id: str | None = None
     sayso_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # issue 14, the approval API: where requests without a channel (nor a key channel) go
+    sayso_default_channel: str | None = None
 
     @field_validator("sayso_approvers", mode="before")
     @classmethod

@@ -115,6 +115,8 @@ class ApprovalRequestRecord:
     interrupted: bool
     created_at: datetime
     reminded_at: datetime | None = None
+    api_spec: dict[str, Any] | None = None
+    """Set on requests made through the approval API: title, schema, context, decisions."""
     approvers: tuple[str, ...] = ()
     anyone: bool = False
 

@@ -191,6 +191,7 @@ async def ready_runs(db: Database, now: datetime | None, limit: int) -> list[str
     now = now or utcnow()
     waiting_ready = sa.and_(
         runs.c.status == "waiting_for_human",
+        runs.c.agent_id.not_like("api:%"),  # an API request's run is its caller's to continue
         _pause_has_requests(False),
         ~_pause_has_requests(True),
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
+from bot.service.api_requests import ApiRequests
 from bot.service.commands import Command, parse
 from bot.service.decide import OUTPUT_FIELD, Action, Decider
 from bot.service.outcome import IGNORED, Actor, Outcome
@@ -56,6 +57,14 @@ class Service:
         self.settings = settings
         self.runner = Runner(store, agents, presenter, settings)
         self.decider = Decider(store, agents, directory, presenter, self.runner, workspace_team_id)
+        self.api = ApiRequests(
+            store,
+            presenter,
+            default_channel=settings.default_channel,
+            default_approvers=settings.default_approvers,
+            approval_ttl=settings.approval_ttl,
+        )
+        self.decider.on_settled = self.api.settled
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
         # Work after an ack (starting a run, recording a decision) done at once: a burst of
@@ -272,6 +281,7 @@ class Service:
         for request in await self.store.expire_due(now):
             log.info("event=request_expired run_id=%s call_id=%s", request.run_id, request.call_id)
             await self.decider.refresh_card(request)
+            await self.api.settled(request)
         for run_id in await self.store.ready_runs(now):
             await self.runner.continue_run(run_id)
         for run_id in await self.store.runs_missing_cards(now - CARD_GRACE):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.agent.tools import Tool, argument_errors
@@ -11,6 +12,7 @@ from bot.agent.vocabulary import (
     OUTCOME_OF,
     PersonAction,
 )
+from bot.service.api_tool import is_api_run
 from bot.service.outcome import Actor, Outcome, OutcomeKind
 from bot.service.permissions import may_decide
 from bot.service.ports import Directory, Presenter
@@ -65,6 +67,15 @@ class Decider:
         self.presenter = presenter
         self.runner = runner
         self.workspace_team_id = workspace_team_id
+        self.on_settled: Callable[[ApprovalRequestRecord], Awaitable[None]] | None = None
+        """Told of every request this decider settles (the API wakes its callers)."""
+
+    async def _settled(self, request: ApprovalRequestRecord) -> None:
+        if self.on_settled is not None:
+            try:
+                await self.on_settled(request)
+            except Exception:
+                log.exception("event=settled_hook_failed request_id=%s", request.id)
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         """May this person decide this request now? (Used before opening a modal.)"""
@@ -111,7 +122,7 @@ class Decider:
                 detail = f"wanted={OUTCOME_OF[action]} status={r.status} decided_by={r.decided_by}"
                 await self._audit_attempt(r, actor, "lost", detail)
             return checked
-        tool = self.agents.tool(checked.agent_id or "", checked.request.tool_name)
+        tool = self.agents.tool_of(checked.agent_id or "", checked.request)
         invalid = self._validate(checked.request, tool, action, arguments, output)
         return invalid if invalid is not None else checked
 
@@ -130,7 +141,7 @@ class Decider:
             return checked
         request = checked.request
         assert request is not None
-        tool = self.agents.tool(checked.agent_id or "", request.tool_name)
+        tool = self.agents.tool_of(checked.agent_id or "", request)
         if action == "edit" and tool is not None:  # stored as the person wrote them; the
             tool.validate(arguments or {})  # runtime fills defaults when the call runs
         if action == "answer" and tool is not None:
@@ -149,6 +160,7 @@ class Decider:
             kind: OutcomeKind = "expired" if result.expired else "lost"
             if result.expired:
                 await self.refresh_card(result.request)
+                await self._settled(result.request)
             return Outcome(kind, already_decided(result.request), result.request)
         log.info(
             "event=decided run_id=%s call_id=%s actor=%s status=%s",
@@ -158,7 +170,8 @@ class Decider:
             result.request.status,
         )
         await self.refresh_card(result.request)
-        if result.run_ready:
+        await self._settled(result.request)
+        if result.run_ready and not is_api_run(checked.agent_id or ""):
             await self.runner.continue_run(request.run_id)
         return Outcome(
             "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request

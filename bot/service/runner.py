@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.agent import Agent, Message, PendingToolCall, Run, RunEvent, RunResult
+from bot.service.api_tool import is_api_run
 from bot.service.continuation import decisions_from, render_output
 from bot.service.ports import Presenter
 from bot.service.registry import AgentRegistry
@@ -27,6 +28,7 @@ class ServiceSettings:
     lease_seconds: float = 30.0
     retention: timedelta = timedelta(days=30)
     max_active_runs: int = 8
+    default_channel: str | None = None  # issue 14: API requests without a channel
 
 
 def run_context(
@@ -207,6 +209,10 @@ class Runner:
     async def _continue(self, lease: Lease, retry: bool, slot_held: bool = False) -> None:
         result = await self.store.load_result(lease.run_id)
         run = await self.store.get_run(lease.run_id)
+        if run is not None and is_api_run(run.agent_id):
+            # An API request's continuation is its caller's: sayso never drives it.
+            await self.store.release(lease)
+            return
         agent = self.agents.get(run.agent_id) if run else None
         if run is None or agent is None:
             log.error("event=continue_skipped run_id=%s reason=unknown_run_or_agent", lease.run_id)

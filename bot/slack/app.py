@@ -20,6 +20,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.api import ApiFront
 from bot.config import Settings
 from bot.service import Service, ServiceSettings
 from bot.service.registry import AgentRegistry
@@ -56,6 +57,7 @@ def service_settings(settings: Settings) -> ServiceSettings:
         lease_seconds=settings.sayso_lease_seconds,
         retention=settings.sayso_retention,
         max_active_runs=settings.sayso_max_active_runs,
+        default_channel=settings.sayso_default_channel,
     )
 
 
@@ -68,6 +70,7 @@ class Bot:
     service: Service
     store: Store
     client: AsyncWebClient
+    api: ApiFront | None = None
 
     async def start(self) -> None:
         """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)."""
@@ -86,8 +89,12 @@ class Bot:
                 "set SAYSO_APPROVERS or approvers= on agents and tools"
             )
         self.service.start_sweeper(self.settings.sayso_sweep_interval)
+        if self.api is not None:
+            await self.api.start()
 
     async def stop(self) -> None:
+        if self.api is not None:
+            await self.api.stop()
         await self.service.close()
         await self.store.close()
 
@@ -111,6 +118,8 @@ class Bot:
 
         webapp.router.add_post("/slack/events", events)
         webapp.router.add_get("/healthz", healthz)
+        if self.api is not None:
+            self.api.add_routes(webapp)  # /v1: the approval API
         return webapp
 
 
@@ -247,4 +256,5 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
         log.error("event=listener_error type=%s error=%s", body.get("type"), error)
 
-    return Bot(settings=settings, app=app, service=service, store=store, client=client)
+    api = ApiFront(service.api, retry_interval=min(settings.sayso_sweep_interval, 1.0))
+    return Bot(settings=settings, app=app, service=service, store=store, client=client, api=api)

@@ -12,8 +12,17 @@ from store.migrate import VERSION_TABLE, upgrade
 from store.schema import metadata
 from tests.storage.store_helpers import StoreFactory, paused_run
 
-HEAD = "0002"
-TABLES = {"runs", "approval_requests", "request_approvers", "audit_events", "slack_events"}
+HEAD = "0006_api"
+TABLES = {
+    "runs",
+    "approval_requests",
+    "request_approvers",
+    "audit_events",
+    "slack_events",
+    "api_keys",
+    "api_requests",
+    "webhook_deliveries",
+}
 
 
 async def _tables(s) -> set[str]:
