@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from slack_sdk.errors import SlackApiError
 
+from bot.api.cli import add_keys_parser, add_request_parser, run_keys, run_request
 from bot.config import ConfigError, Settings, load_settings, require
 from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
 
@@ -90,10 +91,19 @@ def parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=int, default=50)
     show = runs_sub.add_parser("show", help="one run, its requests and its audit trail")
     show.add_argument("run_id")
+    add_keys_parser(sub)
+    add_request_parser(sub)
     return p
 
 
-COMMANDS = {"run": cmd_run, "demo": cmd_demo, "db": cmd_db, "runs": cmd_runs}
+COMMANDS = {
+    "run": cmd_run,
+    "demo": cmd_demo,
+    "db": cmd_db,
+    "runs": cmd_runs,
+    "keys": run_keys,
+    "request": run_request,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -88,7 +88,7 @@ def _body(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _outcome(state: RequestState) -> Decision:
+def outcome(state: RequestState) -> Decision:
     """The decision of a settled request, or the typed error saying why there is none."""
     if state.status in ("approved", "answered") and state.decision is not None:
         return state.decision
@@ -199,7 +199,7 @@ class AsyncSaysoClient:
             approvers=approvers,
             **fields,
         )
-        return _outcome(await self.wait(created.id, timeout))
+        return outcome(await self.wait(created.id, timeout))
 
     async def ask(
         self,
@@ -209,7 +209,7 @@ class AsyncSaysoClient:
         timeout: float = 3600,  # noqa: ASYNC109
     ) -> str:
         created = await self.create(kind="question", title=question, channel=channel)
-        decision = _outcome(await self.wait(created.id, timeout))
+        decision = outcome(await self.wait(created.id, timeout))
         return str(decision.answer)
 
     def requires_approval(

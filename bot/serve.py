@@ -65,11 +65,13 @@ async def started(bot: Bot) -> AsyncIterator[Bot]:
 
 
 @asynccontextmanager
-async def http_front(bot: Bot, host: str, port: int) -> AsyncIterator[None]:
-    """The bot's HTTP endpoints (`/slack/events`, `/healthz`) listening on host:port."""
+async def http_front(
+    bot: Bot, host: str, port: int, *, slack_events: bool = True
+) -> AsyncIterator[None]:
+    """The bot's HTTP endpoints (`/slack/events`, `/healthz`, `/v1`) listening on host:port."""
     from aiohttp import web
 
-    runner = web.AppRunner(bot.web_app(), access_log=None)
+    runner = web.AppRunner(bot.web_app(slack_events=slack_events), access_log=None)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
@@ -101,8 +103,9 @@ async def serve(
 
     async with started(build_bot(settings, agents)) as bot:
         if mode == "socket":
-            async with socket_front(bot):
-                log.info("event=listening mode=socket")
+            # The port still serves /healthz and the approval API (never /slack/events).
+            async with socket_front(bot), http_front(bot, host, port, slack_events=False):
+                log.info("event=listening mode=socket api=http://%s:%d/v1", host, port)
                 await wait_for_stop()
         else:
             async with http_front(bot, host, port):

@@ -98,8 +98,11 @@ class Bot:
         await self.service.close()
         await self.store.close()
 
-    def web_app(self) -> web.Application:
-        """POST /slack/events (signature always checked) and GET /healthz."""
+    def web_app(self, *, slack_events: bool = True) -> web.Application:
+        """POST /slack/events (signature always checked), GET /healthz and the /v1 API.
+
+        In Socket Mode (`slack_events=False`) Slack's events come over the socket: the HTTP
+        port serves /healthz and /v1 only."""
         webapp = web.Application(client_max_size=MAX_BODY_BYTES)
 
         async def events(request: web.Request) -> web.Response:
@@ -116,7 +119,8 @@ class Bot:
                 status=200 if ok else 503,
             )
 
-        webapp.router.add_post("/slack/events", events)
+        if slack_events:
+            webapp.router.add_post("/slack/events", events)
         webapp.router.add_get("/healthz", healthz)
         if self.api is not None:
             self.api.add_routes(webapp)  # /v1: the approval API
