@@ -42,8 +42,8 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
             return 1
         for key in await api_ops.list_keys(store.db):
             state = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "live"
-            channels = ",".join(key.channels) or "any channel"
-            print(f"{key.name}\t{state}\t{channels}\tcreated {key.created_at:%Y-%m-%d %H:%M}")
+            allowed = ",".join(key.channels) or "any channel"
+            print(f"{key.name}\t{state}\t{allowed}\tcreated {key.created_at:%Y-%m-%d %H:%M}")
         return 0
     finally:
         await store.close()
