@@ -218,19 +218,6 @@ async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
                     created_at=now,
                 )
             )
-            await add_audit(
-                conn,
-                actor=f"{API_AGENT_PREFIX}{new.key_name}",
-                action="api_request",
-                run_id=run_id,
-                call_id=f"api:{request_id}",
-                request_id=request_id,
-                tool_name=new.tool_name,
-                arguments=new.arguments,
-                outcome="ok",
-                detail=None,
-                now=now,
-            )
     except IntegrityError:
         if new.idempotency_key is None:
             raise

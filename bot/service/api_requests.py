@@ -133,14 +133,30 @@ class ApiRequests:
             await api_ops.forget_request(self.store.db, request_id)
             code = _slack_code(exc)
             log.info("event=api_card_refused key=%s error=%s", key.name, code)
+            await self._audit_created(key, request, f"slack_refused:{code}"[:32])
             raise ApiRefusal(
                 code, f"channel: Slack refused the card ({code})", slack=True
             ) from None
         if ts:
             await self.store.set_request_message(request_id, new.channel_id, ts)
             request = replace(request, message_ts=ts, channel_id=new.channel_id)
+        await self._audit_created(key, request, "ok")
         log.info("event=api_request_created key=%s request_id=%s", key.name, request_id)
         return Created(request, True)
+
+    async def _audit_created(
+        self, key: ApiKey, request: ApprovalRequestRecord, outcome: str
+    ) -> None:
+        await self.store.audit(
+            actor=API_AGENT_PREFIX + key.name,
+            action="api_request",
+            run_id=request.run_id if outcome == "ok" else None,
+            call_id=request.call_id,
+            request_id=request.id,
+            tool_name=request.tool_name,
+            arguments=request.arguments,
+            outcome=outcome,
+        )
 
     async def _get(self, request_id: str) -> tuple[ApprovalRequestRecord, RunRecord] | None:
         return await api_ops.request_and_run(self.store.db, request_id)
