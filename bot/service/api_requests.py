@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from bot.agent.util import utcnow
-from bot.service.api_tool import API_AGENT_PREFIX, is_api_run, schema_errors
+from bot.service.api_tool import API_AGENT_PREFIX, schema_errors
 from bot.service.notifier import RequestNotifier
 from bot.service.ports import Presenter
 from store import ApprovalRequestRecord, RunRecord, Store
@@ -188,7 +188,7 @@ class ApiRequests:
                 except TimeoutError:
                     pass
                 event.clear()
-                request, link = await self.get(key, request_id)
+                request = await self.store.get_request(request_id) or request
             return request, link
         finally:
             self.notifier.forget(request_id, event)
@@ -208,8 +208,7 @@ class ApiRequests:
 
     async def settled(self, request: ApprovalRequestRecord) -> None:
         """Called by every path that settles a request (decide, expiry, cancel)."""
-        run = await self.store.get_run(request.run_id)
-        if run is None or not is_api_run(run.agent_id):
+        if request.api_spec is None:  # a sayso agent's request: its runner continues it
             return
         self.notifier.wake(request.id)
         try:
@@ -217,7 +216,8 @@ class ApiRequests:
         except Exception:
             log.exception("event=notify_failed request_id=%s", request.id)
         await api_ops.end_run(self.store.db, request)
-        if request.status == "cancelled":
+        run = await self.store.get_run(request.run_id)
+        if run is not None and request.status == "cancelled":
             try:
                 await self.presenter.update_card(run, request)
             except Exception:

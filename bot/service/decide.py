@@ -169,8 +169,8 @@ class Decider:
             actor.user_id,
             result.request.status,
         )
+        await self._settled(result.request)  # first: a waiting caller hears at once
         await self.refresh_card(result.request)
-        await self._settled(result.request)
         if result.run_ready and not is_api_run(checked.agent_id or ""):
             await self.runner.continue_run(request.run_id)
         return Outcome(
