@@ -13,7 +13,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.agent.util import utcnow
@@ -29,7 +29,6 @@ log = logging.getLogger("sayso.api")
 
 SAFETY_RECHECK = 5.0
 """A long-poll re-reads the request this often, should a notification ever be lost."""
-STOPPED_WAITING = "The caller stopped waiting."
 
 Settled = Callable[[ApprovalRequestRecord], Awaitable[None]]
 
@@ -233,5 +232,6 @@ def api_key_name_ok(name: str) -> bool:
     return bool(name) and len(name) <= 100 and all(c.isalnum() or c in "-_." for c in name)
 
 
-def expires_at(ttl: timedelta, expires_in: float | None) -> Any:
+def expires_at(ttl: timedelta, expires_in: float | None) -> datetime:
+    """When a new request expires: `expires_in` seconds from now, else the default TTL."""
     return utcnow() + (timedelta(seconds=expires_in) if expires_in is not None else ttl)

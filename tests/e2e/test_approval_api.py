@@ -42,13 +42,18 @@ async def test_approve_in_slack_wakes_the_long_poll(harness: Harness) -> None:
     assert decision["type"] == "approve" and decision["decided_by"] == "U_APPROVER"
     assert decision["arguments"] == {"env": "prod"}
     assert [a["user"] for a in decision["approvals"]] == ["U_APPROVER"]
-    assert not has_button(card_of(h, created["message_ts"]), "approve")
+    await h.sandbox.wait_for(lambda sb: not has_button(card_of(h, created["message_ts"])))
     # the run of an API request is the caller's: no runner ever claims it
     assert h.bot is not None
     await asyncio.sleep(0.5)  # a few sweeps
     runs = await h.bot.store.list_runs()
     assert [(r.agent_id, r.status, r.lease_owner) for r in runs] == [("api:ci", "completed", None)]
     assert await h.bot.store.ready_runs() == []
+    assert await h.bot.service.runner.continue_run(runs[0].id)  # told to, it claims and lets go
+    await h.idle()
+    after = await h.bot.store.get_run(runs[0].id)
+    assert after is not None and (after.status, after.lease_owner) == ("completed", None)
+    assert after.state is None  # never driven: no saved state
 
 
 async def test_edit_against_the_schema(harness: Harness) -> None:
