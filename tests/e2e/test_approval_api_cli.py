@@ -36,11 +36,20 @@ async def sayso(cwd: Path, *args: str, **env: str) -> tuple[int, str, str]:
     return proc.returncode, out.decode(), err.decode()
 
 
-async def _decide(h: Harness, action: str) -> None:
+async def _decide(h: Harness, action: str, used: set[str]) -> None:
+    """Decide the newest card not decided before (`used`: the ts of those)."""
     cards = await h.sandbox.wait_for(
-        lambda sb: [m for m in sb.messages("C_GENERAL") if has_button(m, "approve")] or None,
+        lambda sb: (
+            [
+                m
+                for m in sb.messages("C_GENERAL")
+                if has_button(m, "approve") and m["ts"] not in used
+            ]
+            or None
+        ),
         timeout=30,
     )
+    used.add(cards[0]["ts"])
     await h.sandbox.click("U_APPROVER", "C_GENERAL", cards[0]["ts"], action)
     if action == "reject":
         view = (await h.sandbox.wait_for(lambda sb: sb.open_views("U_APPROVER")))[-1]
@@ -53,20 +62,23 @@ async def test_sayso_request_exit_codes(harness: Harness, tmp_path: Path) -> Non
     common = ["request", "--channel", "C_GENERAL", "--title", "Deploy v2 to production"]
     common += ["--tool", "deploy", "--arguments", '{"env": "prod"}']
     env = {"SAYSO_URL": h.url, "SAYSO_KEY": token}
+    used: set[str] = set()
 
     approving = asyncio.create_task(sayso(tmp_path, *common, **env))
-    await _decide(h, "approve")
+    await _decide(h, "approve", used)
     code, out, _ = await approving
     assert code == 0 and json.loads(out)["decision"]["arguments"] == {"env": "prod"}
 
     rejecting = asyncio.create_task(sayso(tmp_path, *common, "--url", h.url, "--key", token))
-    await _decide(h, "reject")
+    await _decide(h, "reject", used)
     code, out, _ = await rejecting
     assert code == 1 and json.loads(out)["decision"]["reason"] == "not now"
 
     code, out, _ = await sayso(tmp_path, *common, "--wait", "0.5", **env)
     assert code == 2 and json.loads(out)["status"] == "cancelled"
-    assert not [m for m in h.sandbox.messages("C_GENERAL") if has_button(m, "approve")]
+    await h.sandbox.wait_for(
+        lambda sb: not [m for m in sb.messages("C_GENERAL") if has_button(m, "approve")]
+    )
 
     code, out, err = await sayso(tmp_path, *common, "--key", "sk_sayso_wrong", "--url", h.url)
     assert code == 3 and out == "" and "unauthorized" in err

@@ -23,20 +23,27 @@ def open_cards(h: Harness) -> list[dict[str, Any]]:
     return [m for m in h.sandbox.messages("C_GENERAL") if has_button(m, "reject")]
 
 
-async def next_card(h: Harness) -> dict[str, Any]:
-    """The card still waiting for a decision (decided cards lose their buttons)."""
-    cards = await h.sandbox.wait_for(lambda sb: open_cards(h) or None, timeout=10)
-    return cards[0]
+async def next_card(h: Harness, used: set[str]) -> dict[str, Any]:
+    """The first card not in `used` still waiting for a decision (it is added to `used`: a
+    decided card may keep its buttons a moment, as callers are told before cards change)."""
+
+    def fresh() -> list[dict[str, Any]] | None:
+        return [c for c in open_cards(h) if c["ts"] not in used] or None
+
+    card = (await h.sandbox.wait_for(lambda sb: fresh(), timeout=10))[0]
+    used.add(card["ts"])
+    return card
 
 
 async def test_request_approval_and_its_typed_errors(harness: Harness) -> None:
     h = harness
     token, _ = await make_key(h)
     client = AsyncSaysoClient(h.url, token)
+    used: set[str] = set()
     asking = asyncio.create_task(
         client.request_approval(tool="deploy", arguments={"env": "prod"}, channel="C_GENERAL")
     )
-    card = await next_card(h)
+    card = await next_card(h, used)
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     decision = await asking
     assert decision.type == "approve" and decision.arguments == {"env": "prod"}
@@ -44,7 +51,7 @@ async def test_request_approval_and_its_typed_errors(harness: Harness) -> None:
     rejecting = asyncio.create_task(
         client.request_approval(tool="deploy", arguments={}, channel="C_GENERAL")
     )
-    card = await next_card(h)
+    card = await next_card(h, used)
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "reject")
     view = (await h.sandbox.wait_for(lambda sb: sb.open_views("U_APPROVER")))[-1]
     await h.sandbox.submit_view("U_APPROVER", view["id"], {"reason": "not today"})
@@ -83,6 +90,7 @@ async def test_the_decorator_runs_the_function_with_edited_arguments(harness: Ha
     token, _ = await make_key(h)
     client = SaysoClient(h.url, token)
     ran: list[tuple[str, int]] = []
+    used: set[str] = set()
 
     @client.requires_approval(channel="C_GENERAL")
     def scale(service: str, replicas: int = 1) -> str:
@@ -91,7 +99,7 @@ async def test_the_decorator_runs_the_function_with_edited_arguments(harness: Ha
         return f"{service} x{replicas}"
 
     result = asyncio.create_task(asyncio.to_thread(scale, "api", replicas=2))
-    card = await next_card(h)
+    card = await next_card(h, used)
     assert has_button(card, "edit")  # the signature's schema enables Edit
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "edit")
     view = (await h.sandbox.wait_for(lambda sb: sb.open_views("U_APPROVER")))[-1]
@@ -107,7 +115,7 @@ async def test_the_decorator_runs_the_function_with_edited_arguments(harness: Ha
         return "restarted"
 
     refused = asyncio.create_task(restart("db"))
-    card = await next_card(h)
+    card = await next_card(h, used)
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "reject")
     view = (await h.sandbox.wait_for(lambda sb: sb.open_views("U_APPROVER")))[-1]
     await h.sandbox.submit_view("U_APPROVER", view["id"], {"reason": "no"})
