@@ -31,7 +31,8 @@ def error(status: int, code: str, message: str) -> web.Response:
 
 
 def refused(exc: ApiRefusal) -> web.Response:
-    return error(_STATUS.get(exc.code, 422), exc.code, exc.message)
+    status = 422 if exc.slack else _STATUS.get(exc.code, 422)  # Slack's codes are its own
+    return error(status, exc.code, exc.message)
 
 
 def _field(loc: tuple[Any, ...]) -> str:

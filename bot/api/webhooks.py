@@ -24,7 +24,8 @@ from bot.api.present import state_json
 from bot.service.api_requests import ApiRequests
 from store import ApprovalRequestRecord
 from store import api as api_ops
-from store.api import Delivery
+from store import webhooks as delivery_ops
+from store.webhooks import Delivery
 
 log = logging.getLogger("sayso.api")
 
@@ -81,7 +82,7 @@ class WebhookSender:
         link = await api_ops.link_of(self.db, request.id)
         if link is None or not link.callback_url:
             return
-        delivery = await api_ops.add_delivery(self.db, request.id, link.callback_url)
+        delivery = await delivery_ops.add_delivery(self.db, request.id, link.callback_url)
         if delivery is not None:  # the first attempt right away, not at the next sweep
             task = asyncio.create_task(self.attempt(delivery), name=f"webhook:{delivery.id}")
             self._tasks.add(task)
@@ -90,7 +91,7 @@ class WebhookSender:
     async def _retry_forever(self) -> None:
         while True:
             try:
-                for delivery in await api_ops.due_deliveries(self.db, None, 50):
+                for delivery in await delivery_ops.due_deliveries(self.db, None, 50):
                     await self.attempt(delivery)
             except asyncio.CancelledError:
                 raise
@@ -104,7 +105,7 @@ class WebhookSender:
     async def attempt(self, delivery: Delivery) -> bool:
         """Make the delivery's next attempt if no replica took it first; True when delivered."""
         hold = timedelta(seconds=self.timeout + 5)
-        claimed = await api_ops.claim_delivery(self.db, delivery.id, delivery.attempts, hold)
+        claimed = await delivery_ops.claim_delivery(self.db, delivery.id, delivery.attempts, hold)
         if claimed is None:
             return False
         found = await self.api.store.get_request(claimed.request_id)
@@ -148,6 +149,6 @@ class WebhookSender:
             candidate = utcnow() + timedelta(seconds=self._next_delay(d.attempts))
             if candidate - d.created_at <= GIVE_UP_AFTER:
                 next_at = candidate
-        await api_ops.finish_attempt(
+        await delivery_ops.finish_attempt(
             self.db, d, ok=ok, error=error, next_attempt_at=next_at, run_id=run_id
         )
