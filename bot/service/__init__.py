@@ -11,6 +11,7 @@ from typing import Any
 from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
 from bot.service.api_requests import ApiRequests
+from bot.service.api_tool import is_api_run
 from bot.service.commands import Command, parse
 from bot.service.decide import OUTPUT_FIELD, Action, Decider
 from bot.service.outcome import IGNORED, Actor, Outcome
@@ -259,7 +260,8 @@ class Service:
     async def _answer_in_thread(self, run: RunRecord, actor: Actor, text: str) -> Outcome:
         """A reply where a run waits: it answers the review, or the one question asked."""
         result = await self.store.load_result(run.id)
-        if result is None or result.run.pause is None:
+        api_request = is_api_run(run.agent_id)  # no saved state: its one request is the pause
+        if not api_request and (result is None or result.run.pause is None):
             return IGNORED
         pending = [r for r in await self.store.current_requests(run.id) if r.status == "pending"]
         reviews = [r for r in pending if r.kind == "review"]

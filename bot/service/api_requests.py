@@ -139,6 +139,8 @@ class ApiRequests:
         if ts:
             await self.store.set_request_message(request_id, new.channel_id, ts)
             request = replace(request, message_ts=ts, channel_id=new.channel_id)
+            if new.thread_ts is None:  # the card's thread is the request's: replies, reminders
+                await self.store.set_thread(run.id, new.channel_id, ts)
         await self._audit_created(key, request, "ok")
         log.info("event=api_request_created key=%s request_id=%s", key.name, request_id)
         return Created(request, True)

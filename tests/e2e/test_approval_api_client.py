@@ -122,3 +122,20 @@ async def test_the_decorator_runs_the_function_with_edited_arguments(harness: Ha
     with pytest.raises(ApprovalRejected):
         await refused
     assert ran == [("api", 5)]  # a rejected call never runs
+
+
+async def test_a_question_is_answered_by_a_reply_in_the_cards_thread(harness: Harness) -> None:
+    h = harness
+    assert h.bot is not None
+    store = h.bot.store
+    token, _ = await make_key(h)
+    client = AsyncSaysoClient(h.url, token)
+    created = await client.create(kind="question", title="Which region?", channel="C_GENERAL")
+    assert created.message_ts is not None
+    asking = asyncio.create_task(client.wait(created.id, 10))
+    await h.sandbox.post_message("U_APPROVER", "us-east-2", thread_ts=created.message_ts)
+    state = await asking
+    assert state.status == "answered" and state.decision is not None
+    assert state.decision.answer == "us-east-2" and state.decision.decided_by == "U_APPROVER"
+    run = await store.run_for_thread("C_GENERAL", created.message_ts)
+    assert run is not None and run.status == "completed"
