@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from slack_sdk.errors import SlackApiError
 
 from bot.agent.scrub import install_log_scrubbing
+from bot.api.cli import add_keys_parser, add_request_parser, run_keys, run_request
 from bot.config import ConfigError, Settings, load_settings, require, require_bot_token
 from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
 from bot.service.registry import AgentRegistry
@@ -167,6 +168,8 @@ def parser() -> argparse.ArgumentParser:
     from bot.policy_cli import add_parser
 
     add_parser(sub)
+    add_keys_parser(sub)
+    add_request_parser(sub)
     return p
 
 
@@ -177,6 +180,8 @@ COMMANDS = {
     "db": cmd_db,
     "runs": cmd_runs,
     "policy": cmd_policy,
+    "keys": run_keys,
+    "request": run_request,
 }
 
 

@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     sayso_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # issue 11 (limits): runs each person may start (commands, mentions, follow-ups, retries)
     sayso_rate_limit: str = "10/minute"
+    # issue 14, the approval API: where requests without a channel (nor a key channel) go
+    sayso_default_channel: str | None = None
+    sayso_url: str | None = None  # `sayso request`: the sayso to ask (--url)
+    sayso_key: SecretStr | None = None  # `sayso request`: the API key (--key)
 
     @field_validator("sayso_rate_limit", mode="before")
     @classmethod

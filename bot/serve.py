@@ -71,11 +71,13 @@ async def started(bot: Bot) -> AsyncIterator[Bot]:
 
 
 @asynccontextmanager
-async def http_front(bot: Bot, host: str, port: int) -> AsyncIterator[None]:
-    """The bot's HTTP endpoints (`/slack/events`, `/healthz`) listening on host:port."""
+async def http_front(
+    bot: Bot, host: str, port: int, *, slack_events: bool = True
+) -> AsyncIterator[None]:
+    """The bot's HTTP endpoints (`/slack/events`, `/healthz`, `/v1`) listening on host:port."""
     from aiohttp import web
 
-    runner = web.AppRunner(bot.web_app(), access_log=None)
+    runner = web.AppRunner(bot.web_app(slack_events=slack_events), access_log=None)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
@@ -124,8 +126,14 @@ async def serve(
             await embedded.start()
         try:
             if mode == "socket":
-                async with socket_front(bot):
-                    log.info("event=listening mode=socket worker=%s", worker)
+                # The port still serves /healthz and the approval API (never /slack/events).
+                async with socket_front(bot), http_front(bot, host, port, slack_events=False):
+                    log.info(
+                        "event=listening mode=socket api=http://%s:%d/v1 worker=%s",
+                        host,
+                        port,
+                        worker,
+                    )
                     await wait_for_stop()
             else:
                 async with http_front(bot, host, port):

@@ -132,6 +132,8 @@ class ApprovalRequestRecord:
     escalated_at: datetime | None = None
     standing_seconds: int | None = None
     """How long an "Approve, and allow in this thread" grant lasts (None: not offered)."""
+    api_spec: dict[str, Any] | None = None
+    """Set on requests made through the approval API: title, schema, context, decisions."""
     approvers: tuple[str, ...] = ()
     anyone: bool = False
     approvals: tuple[str, ...] = ()

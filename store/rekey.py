@@ -11,12 +11,13 @@ import sqlalchemy as sa
 
 from store import crypto
 from store.db import Database
-from store.schema import approval_requests, audit_events, runs
+from store.schema import api_keys, approval_requests, audit_events, runs
 
 ENCRYPTED_COLUMNS: dict[sa.Table, tuple[str, ...]] = {
     runs: ("state",),
     approval_requests: ("arguments", "edited_arguments", "output", "reason"),
     audit_events: ("detail",),
+    api_keys: ("webhook_secret",),
 }
 
 
@@ -47,11 +48,12 @@ async def reencrypt(db: Database, batch: int) -> int:
     for table, names in ENCRYPTED_COLUMNS.items():
         columns = [table.c[n] for n in names]
         raw = [sa.type_coerce(c, _raw_type(c)).label(c.name) for c in columns]
+        (key,) = table.primary_key.columns  # every table here has a one-column key
         after: Any = None
         while True:
-            query = sa.select(table.c.id, *raw).order_by(table.c.id).limit(batch)
+            query = sa.select(key.label("key"), *raw).order_by(key).limit(batch)
             if after is not None:
-                query = query.where(table.c.id > after)
+                query = query.where(key > after)
             async with db.write() as conn:
                 rows = (await conn.execute(query)).all()
                 for row in rows:
@@ -61,13 +63,11 @@ async def reencrypt(db: Database, batch: int) -> int:
                         if (new := _rekeyed(cipher, row._mapping[c.name], _is_text(c))) is not None
                     }
                     if values:
-                        await conn.execute(
-                            table.update().where(table.c.id == row.id).values(**values)
-                        )
+                        await conn.execute(table.update().where(key == row.key).values(**values))
                         changed += len(values)
             if len(rows) < batch:
                 break
-            after = rows[-1].id
+            after = rows[-1].key
     return changed
 
 

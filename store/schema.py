@@ -110,6 +110,7 @@ approval_requests = sa.Table(
     sa.Column("escalate_to", sa.JSON(none_as_null=True)),
     sa.Column("escalated_at", UTCDateTime),
     sa.Column("standing_seconds", sa.Integer),
+    sa.Column("api_spec", sa.JSON(none_as_null=True), nullable=True),
     sa.UniqueConstraint("run_id", "pause_seq", "call_id", name="uq_requests_run_pause_call"),
     sa.Index("ix_requests_run_status", "run_id", "pause_seq", "status"),
     sa.Index("ix_requests_status_expires", "status", "expires_at"),
@@ -191,4 +192,48 @@ slack_events = sa.Table(
     sa.Column("event_id", sa.String(128), primary_key=True),
     sa.Column("received_at", UTCDateTime, nullable=False),
     sa.Index("ix_slack_events_received", "received_at"),
+)
+
+# -- the approval API (issue 14) -------------------------------------------------------------
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("name", sa.String(100), primary_key=True),
+    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("webhook_secret", EncryptedText, nullable=False),
+    sa.Column("channels", sa.JSON(none_as_null=True)),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("revoked_at", UTCDateTime),
+)
+
+api_requests = sa.Table(
+    "api_requests",
+    metadata,
+    sa.Column(
+        "request_id",
+        sa.String(64),
+        sa.ForeignKey("approval_requests.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("key_name", sa.String(100), nullable=False),
+    sa.Column("idempotency_key", sa.String(200)),
+    sa.Column("callback_url", sa.Text),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("key_name", "idempotency_key", name="uq_api_requests_idempotency"),
+)
+
+webhook_deliveries = sa.Table(
+    "webhook_deliveries",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("request_id", sa.String(64), nullable=False, unique=True),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", UTCDateTime, nullable=False),
+    sa.Column("last_error", sa.Text),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("delivered_at", UTCDateTime),
+    sa.Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
 )

@@ -266,6 +266,10 @@ class Tool:
         except ValidationError as exc:
             raise ValueError(_format_validation_error(self.name, exc)) from None
 
+    def argument_errors(self, arguments: dict[str, Any]) -> dict[str, str]:
+        """Validation errors by top-level argument name ({} when the arguments are valid)."""
+        return _model_errors(self, arguments)
+
     async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
         """Run the body: async bodies are awaited, sync bodies run in a worker thread."""
         model = self._args_model.model_validate(arguments)
@@ -325,6 +329,10 @@ def render_output(output: Any) -> str:
 
 def argument_errors(t: Tool, arguments: dict[str, Any]) -> dict[str, str]:
     """Validation errors by top-level argument name ({} when the arguments are valid)."""
+    return t.argument_errors(arguments)
+
+
+def _model_errors(t: Tool, arguments: dict[str, Any]) -> dict[str, str]:
     try:
         t._args_model.model_validate(arguments)
     except ValidationError as exc:

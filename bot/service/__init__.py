@@ -10,6 +10,8 @@ from typing import Any
 
 from bot.agent.messages import complete_history
 from bot.agent.vocabulary import PersonAction
+from bot.service.api_requests import ApiRequests
+from bot.service.api_tool import is_api_run
 from bot.service.arguments import ArgumentsAccess
 from bot.service.cancel import Canceller, approvals_of
 from bot.service.commands import MAX_REQUEST_CHARS, Command, parse
@@ -71,6 +73,14 @@ class Service:
         self.arguments_access = ArgumentsAccess(store, directory)
         self.grants = Grants(store, agents, directory, presenter, self.runner, settings.admins)
         self.decider.on_standing = self._give_grant
+        self.api = ApiRequests(
+            store,
+            presenter,
+            default_channel=settings.default_channel,
+            default_approvers=settings.default_approvers,
+            approval_ttl=settings.approval_ttl,
+        )
+        self.decider.on_settled = self.api.settled
         self._sweeper: asyncio.Task[None] | None = None
         self._last_purge: datetime | None = None
         # Work after an ack (starting a run, recording a decision) done at once: a burst of
@@ -383,7 +393,8 @@ class Service:
     async def _answer_in_thread(self, run: RunRecord, actor: Actor, text: str) -> Outcome:
         """A reply where a run waits: it answers the review, or the one question asked."""
         result = await self.store.load_result(run.id)
-        if result is None or result.run.pause is None:
+        api_request = is_api_run(run.agent_id)  # no saved state: its one request is the pause
+        if not api_request and (result is None or result.run.pause is None):
             return IGNORED
         pending = [r for r in await self.store.current_requests(run.id) if r.status == "pending"]
         reviews = [r for r in pending if r.kind == "review"]
@@ -405,6 +416,7 @@ class Service:
         for request in await self.store.expire_due(now):
             log.info("event=request_expired run_id=%s call_id=%s", request.run_id, request.call_id)
             await self.decider.refresh_card(request)
+            await self.api.settled(request)
         for request in await self.store.escalate_due(now):
             await self._escalated(request)
         for run_id in await self.store.ready_runs(now):

@@ -78,6 +78,15 @@ class Decider:
         self.workspace_team_id = workspace_team_id
         self.on_standing: Callable[[ApprovalRequestRecord, Actor], Awaitable[None]] | None = None
         """Called when an approval that won asked to allow the tool in its thread."""
+        self.on_settled: Callable[[ApprovalRequestRecord], Awaitable[None]] | None = None
+        """Told of every request this decider settles (the API wakes its callers)."""
+
+    async def _settled(self, request: ApprovalRequestRecord) -> None:
+        if self.on_settled is not None:
+            try:
+                await self.on_settled(request)
+            except Exception:
+                log.exception("event=settled_hook_failed request_id=%s", request.id)
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         """May this person decide this request now? (Used before opening a modal.)"""
@@ -126,7 +135,7 @@ class Decider:
                 detail = f"wanted={OUTCOME_OF[action]} status={r.status} decided_by={r.decided_by}"
                 await self._audit_attempt(r, actor, "lost", detail)
             return checked
-        tool = self.agents.tool(checked.agent_id or "", checked.request.tool_name)
+        tool = self.agents.tool_of(checked.agent_id or "", checked.request)
         invalid = self._validate(checked.request, tool, action, arguments, output)
         if invalid is None and _needs_reason(checked.request, action, reason):
             invalid = Outcome(
@@ -150,7 +159,7 @@ class Decider:
             return checked
         request = checked.request
         assert request is not None
-        tool = self.agents.tool(checked.agent_id or "", request.tool_name)
+        tool = self.agents.tool_of(checked.agent_id or "", request)
         if action == "edit" and tool is not None:  # stored as the person wrote them; the
             tool.validate(arguments or {})  # runtime fills defaults when the call runs
         if action == "answer" and tool is not None:
@@ -176,6 +185,7 @@ class Decider:
             kind: OutcomeKind = "expired" if result.expired else "lost"
             if result.expired:
                 await self.refresh_card(result.request)
+                await self._settled(result.request)
             return Outcome(kind, already_decided(result.request), result.request)
         return await self._decided(request, actor, result, standing and action == "approve")
 
@@ -198,7 +208,9 @@ class Decider:
             actor.user_id,
             result.request.status,
         )
-        if result.run_ready:  # first: the run goes on while the card is updated
+        await self._settled(result.request)  # first: a waiting caller hears at once
+        if result.run_ready and request.api_spec is None:
+            # then the run goes on while the card is updated (an API request's caller goes on)
             await self.runner.continue_run(request.run_id)
         await self.refresh_card(result.request)
         return Outcome(

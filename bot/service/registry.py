@@ -6,6 +6,8 @@ import importlib
 from collections.abc import Iterable, Iterator
 
 from bot.agent import Agent, Tool
+from bot.service.api_tool import api_tool
+from store import ApprovalRequestRecord
 
 
 class AgentRegistry:
@@ -43,6 +45,12 @@ class AgentRegistry:
     def tool(self, agent_id: str, tool_name: str) -> Tool | None:
         agent = self._agents.get(agent_id)
         return agent.tools.get(tool_name) if agent else None
+
+    def tool_of(self, agent_id: str, request: ApprovalRequestRecord) -> Tool | None:
+        """The tool behind a request: the agent's, or the one an API request describes."""
+        if request.api_spec is not None:
+            return api_tool(request.api_spec, request.tool_name, request.kind)
+        return self.tool(agent_id, request.tool_name)
 
     @property
     def ids(self) -> list[str]:

@@ -21,6 +21,7 @@ from bot.agent import (
     ToolCall,
 )
 from bot.agent.scrub import Failure, scrub
+from bot.service.api_tool import is_api_run
 from bot.service.continuation import decisions_from, render_output
 from bot.service.inflight import InFlight
 from bot.service.limits import DEFAULT_RATE_LIMIT, RateLimit
@@ -62,6 +63,7 @@ class ServiceSettings:
     admins: tuple[str, ...] = ()
     """User and group ids who may cancel or retry any run and revoke any standing approval
     (SAYSO_ADMINS)."""
+    default_channel: str | None = None  # issue 14: API requests without a channel
 
 
 def run_context(
@@ -347,6 +349,10 @@ class Runner:
         async with self._cpu:
             result = await self.store.load_result(lease.run_id)
             run = await self.store.get_run(lease.run_id)
+        if run is not None and is_api_run(run.agent_id):
+            # An API request's continuation is its caller's: sayso never drives it.
+            await self.store.release(lease)
+            return
         agent = self.agents.get(run.agent_id) if run else None
         if run is None or agent is None:
             log.error("event=continue_skipped run_id=%s reason=unknown_run_or_agent", lease.run_id)

@@ -23,6 +23,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.scrub import install_log_scrubbing
+from bot.api import ApiFront
 from bot.config import ConfigError, Settings, parse_rate_limit
 from bot.service import Service, ServiceSettings
 from bot.service.limits import RateLimit
@@ -65,6 +66,7 @@ def service_settings(settings: Settings) -> ServiceSettings:
         max_active_runs=settings.worker_concurrency,
         rate_limit=rate_limit(settings),
         admins=settings.sayso_admins,
+        default_channel=settings.sayso_default_channel,
     )
 
 
@@ -84,6 +86,7 @@ class Bot:
     client: AsyncWebClient
     replay_guard: ReplayGuard
     identity: WorkspaceIdentity
+    api: ApiFront | None = None
     drives_runs: bool = True
     """False on a front whose runs are driven by workers (`sayso run` with its embedded
     worker, `--no-worker`): it hands runs off and leaves sweeping to the workers."""
@@ -118,8 +121,12 @@ class Bot:
                 log.warning("event=no_sighup: reload the policy file by restarting")
         if self.drives_runs:
             self.service.start_sweeper(self.settings.sayso_sweep_interval)
+        if self.api is not None:
+            await self.api.start()
 
     async def stop(self) -> None:
+        if self.api is not None:
+            await self.api.stop()
         await self.identity.stop()
         if self.settings.sayso_policy:
             try:
@@ -129,8 +136,11 @@ class Bot:
         await self.service.close()
         await self.store.close()
 
-    def web_app(self) -> web.Application:
-        """POST /slack/events (signature always checked) and GET /healthz."""
+    def web_app(self, *, slack_events: bool = True) -> web.Application:
+        """POST /slack/events (signature always checked), GET /healthz and the /v1 API.
+
+        In Socket Mode (`slack_events=False`) Slack's events come over the socket: the HTTP
+        port serves /healthz and /v1 only."""
         webapp = web.Application(client_max_size=MAX_BODY_BYTES)
 
         async def events(request: web.Request) -> web.Response:
@@ -153,8 +163,11 @@ class Bot:
                 status=200 if ok else 503,
             )
 
-        webapp.router.add_post("/slack/events", events)
+        if slack_events:
+            webapp.router.add_post("/slack/events", events)
         webapp.router.add_get("/healthz", healthz)
+        if self.api is not None:
+            self.api.add_routes(webapp)  # /v1: the approval API
         return webapp
 
 
@@ -399,6 +412,7 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
         log.error("event=listener_error type=%s error=%s", body.get("type"), error)
 
+    api = ApiFront(service.api, retry_interval=min(settings.sayso_sweep_interval, 1.0))
     return Bot(
         settings=settings,
         app=app,
@@ -407,4 +421,5 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         client=client,
         replay_guard=replay_guard,
         identity=identity,
+        api=api,
     )

@@ -86,7 +86,7 @@ def run_steps(result: RunResult | None) -> list[Step]:
 
 
 def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegistry) -> CardInfo:
-    tool = agents.tool(run.agent_id, request.tool_name)
+    tool = agents.tool_of(run.agent_id, request)
     return CardInfo(
         request_id=request.id,
         run_id=request.run_id,

@@ -13,10 +13,12 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.sandbox import SlackSandbox
+from bot.serve import free_port
 from bot.service.registry import AgentRegistry
 from bot.slack.app import build_bot
 from bot.testing import FakeModelServer
@@ -133,6 +135,7 @@ async def test_cli_run_mode_socket(tmp_path: Path) -> None:
         OPENAI_API_KEY="test-key",
         SAYSO_LOG_LEVEL="INFO",
     )
+    port = free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -140,6 +143,10 @@ async def test_cli_run_mode_socket(tmp_path: Path) -> None:
         "run",
         "--mode",
         "socket",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
         cwd=tmp_path,  # no .env from the repository
         env=env,
         stdout=asyncio.subprocess.DEVNULL,
@@ -164,6 +171,12 @@ async def test_cli_run_mode_socket(tmp_path: Path) -> None:
         assert {e["type"] for e in sandbox.socket.envelopes} >= {"slash_commands", "interactive"}
         assert model.pending == 0 and len(model.requests) == 2  # the fake model answered
         assert not model.violations
+        # the port still serves /healthz and the approval API, never /slack/events
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            assert (await http.get("/healthz")).status_code == 200
+            assert (await http.get("/v1/openapi.json")).json()["openapi"] == "3.1.0"
+            assert (await http.post("/v1/requests", json={})).status_code == 401
+            assert (await http.post("/slack/events", content="{}")).status_code in (404, 405)
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)

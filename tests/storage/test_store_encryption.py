@@ -168,3 +168,22 @@ async def test_running_state_round_trips_encrypted(make_store: StoreFactory) -> 
     )
     run = await store.get_run("r9")
     assert run is not None and run.result is not None and run.result.run.id == "r9"
+
+
+async def test_webhook_secrets_are_encrypted_and_rotate(make_store: StoreFactory) -> None:
+    """An API key's webhook secret (sayso signs deliveries with it) is encrypted like the rest,
+    and `sayso db reencrypt` rewrites it with the new key."""
+    from store import api as api_ops
+
+    secret = "whsec_" + "s3cret-signing-value"
+    old = await make_store(encryption_keys=[KEY_A])
+    await old.upgrade()
+    assert await api_ops.create_key(old.db, "ci", "sk_sayso_token", secret, [])
+    async with old.db.read() as conn:
+        raw = (await conn.execute(sa.text("SELECT webhook_secret FROM api_keys"))).scalar_one()
+    assert secret not in raw
+    rotated = await make_store(encryption_keys=[KEY_B, KEY_A])
+    assert await rotated.reencrypt() >= 1
+    only_new = await make_store(encryption_keys=[KEY_B])
+    key = await api_ops.get_key(only_new.db, "ci")
+    assert key is not None and key.webhook_secret == secret

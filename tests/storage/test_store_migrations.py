@@ -12,7 +12,7 @@ from store.migrate import VERSION_TABLE, upgrade
 from store.schema import metadata
 from tests.storage.store_helpers import StoreFactory, paused_run
 
-HEAD = "0004"
+HEAD = "0006_api"
 TABLES = {
     "runs",
     "approval_requests",
@@ -20,6 +20,9 @@ TABLES = {
     "request_approvals",
     "audit_events",
     "slack_events",
+    "api_keys",
+    "api_requests",
+    "webhook_deliveries",
 }
 
 

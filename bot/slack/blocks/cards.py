@@ -176,6 +176,12 @@ def decision_line(card: CardInfo) -> str:
     if s == "answered":
         verb = {"review": "Reviewed", "manual": "Result given"}.get(card.kind, "Answered")
         return f":speech_balloon: *{verb}*{by}"
+    if card.agent_id.startswith("api:"):  # an approval API request: its caller, no model
+        if s == "expired":
+            return ":hourglass: Expired — nobody decided in time; the caller was told"
+        if s == "cancelled":
+            why = f" — {L.escape(card.reason)}" if card.reason else ""
+            return f":no_entry_sign: *Cancelled* by the caller{why}"
     if s == "expired":
         return ":hourglass: Expired — the model was told the request expired"
     if s == "cancelled":

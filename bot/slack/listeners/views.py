@@ -84,7 +84,7 @@ async def _request_and_tool(
     if found is None:
         return None, None
     request, run = found
-    return request, service.agents.tool(run.agent_id, request.tool_name)
+    return request, service.agents.tool_of(run.agent_id, request)
 
 
 async def on_edit(

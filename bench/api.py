@@ -1,0 +1,244 @@
+"""The approval API under load: concurrency 20, each task an agent asking for approval.
+
+    python bench/api.py                 # SQLite, 200 tasks
+    python bench/api.py --postgres      # the same on PostgreSQL (postgres@127.0.0.1:5432)
+    python bench/api.py --tasks 100     # shorter
+
+Processes on 127.0.0.1: the fake Slack (bench/fake_slack.py), the real bot
+(bench/bot_server.py: build_bot + web_app, as `sayso run --mode http`), and this load
+generator, which is also the webhook receiver. Each task: POST /v1/requests (with a
+callback_url) -> GET /v1/requests/{id}?wait=30 -> a signed Approve click on the card, as Slack
+sends it -> the long-poll answers -> the webhook arrives. Measured:
+
+- create: POST /v1/requests latency (the card is posted to Slack before it answers);
+- decision -> waiting agent: the decision's `decided_at` (bot clock) -> the long-poll's answer
+  received (this process's clock; same machine);
+- decision -> webhook: `decided_at` -> the webhook received;
+- tasks/s: tasks / wall time, and the failures (any non-2xx, any wrong status);
+- memory per pending request: the bot's VmRSS growth over 500 pending requests, each with a
+  caller long-polling it, divided by 500.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from common import FORM, approve_body, percentile, signed_headers
+from load import Proc
+
+from bot.serve import free_port
+from bot.service.api_requests import new_key_secrets
+from store import Store
+from store import api as api_ops
+
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+CHANNELS = [f"C_BENCH{i:02d}" for i in range(20)]
+"""One channel per worker: Slack allows about one message per second per channel."""
+
+
+class Webhooks:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.received: dict[str, float] = {}
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/hook", self.hook)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+
+    async def hook(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.received.setdefault(body["id"], time.time())
+        return web.Response(status=204)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+def _ms(values: list[float]) -> dict[str, float]:
+    return {
+        "p50": round(percentile(values, 50) * 1000, 1),
+        "p99": round(percentile(values, 99) * 1000, 1),
+        "max": round(max(values) * 1000, 1) if values else float("nan"),
+    }
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
+async def task(
+    session: aiohttp.ClientSession,
+    bot: str,
+    slack: str,
+    hooks: Webhooks,
+    out: dict[str, list[Any]],
+    channel: str,
+) -> None:
+    t0 = time.perf_counter()
+    body = {"title": "Deploy", "tool": "deploy", "arguments": {"v": 1}, "channel": channel}
+    body["callback_url"] = f"http://127.0.0.1:{hooks.port}/hook"
+    async with session.post(f"{bot}/v1/requests", json=body) as resp:
+        created = await resp.json()
+        if resp.status != 201:
+            out["failures"].append(f"create {resp.status} {created}")
+            return
+    out["create"].append(time.perf_counter() - t0)
+    poll = asyncio.create_task(
+        session.get(f"{bot}/v1/requests/{created['id']}", params={"wait": "30"})
+    )
+    await asyncio.sleep(0.05)
+    click = approve_body(
+        created["id"], channel, created["message_ts"], f"{slack}/sandbox/response/bench"
+    )
+    async with session.post(
+        f"{bot}/slack/events", data=click, headers={**signed_headers(click), "Content-Type": FORM}
+    ) as resp:
+        if resp.status != 200:
+            out["failures"].append(f"click {resp.status}")
+    resp = await poll
+    woke = time.time()
+    state = await resp.json()
+    if resp.status != 200 or state["status"] != "approved":
+        out["failures"].append(f"poll {resp.status} {state.get('status')}")
+        return
+    decided = _epoch(state["decision"]["decided_at"])
+    out["wake"].append(woke - decided)
+    out["decided"].append((created["id"], decided))
+
+
+async def rss(session: aiohttp.ClientSession, bot: str) -> int:
+    async with session.get(f"{bot}/bench/rss") as resp:
+        return int((await resp.json())["rss_kb"])
+
+
+async def memory_per_pending(session: aiohttp.ClientSession, bot: str, count: int) -> float:
+    before = await rss(session, bot)
+    ids = []
+    sem = asyncio.Semaphore(20)
+
+    async def one(n: int) -> None:
+        async with sem:
+            body = {"title": "Pending", "tool": "deploy", "channel": CHANNELS[n % 20]}
+            async with session.post(f"{bot}/v1/requests", json=body) as resp:
+                ids.append((await resp.json())["id"])
+
+    await asyncio.gather(*(one(n) for n in range(count)))
+    polls = [
+        asyncio.create_task(session.get(f"{bot}/v1/requests/{i}", params={"wait": "20"}))
+        for i in ids
+    ]
+    await asyncio.sleep(2)
+    after = await rss(session, bot)
+    for p in polls:
+        p.cancel()
+    await asyncio.gather(*polls, return_exceptions=True)
+    return (after - before) * 1024 / count
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="sayso-bench-api-"))
+    db_url = f"sqlite+aiosqlite:///{work / 'bench.db'}"
+    pg_db = None
+    if args.postgres:
+        import asyncpg
+
+        pg_db = f"sayso_bench_api_{uuid.uuid4().hex[:8]}"
+        conn = await asyncpg.connect(PG_ADMIN)
+        await conn.execute(f"CREATE DATABASE {pg_db}")
+        await conn.close()
+        db_url = f"postgresql+asyncpg://postgres@127.0.0.1:5432/{pg_db}"
+    slack_port, bot_port = free_port(), free_port()
+    slack = Proc("fake_slack", ["bench/fake_slack.py", "--port", str(slack_port)], work, {})
+    bot_args = ["bench/bot_server.py", "--port", str(bot_port), "--database-url", db_url]
+    bot_args += ["--slack-api-url", f"http://127.0.0.1:{slack_port}/api/"]
+    bot_args += ["--model-url", "http://127.0.0.1:9/v1", "--udp-port", "9"]
+    bot_proc = Proc("bot", bot_args, work, {})
+    hooks = Webhooks()
+    await hooks.start()
+    await slack.start()
+    await bot_proc.start()
+    bot, slack_url = f"http://127.0.0.1:{bot_port}", f"http://127.0.0.1:{slack_port}"
+    store = Store(db_url)
+    token, secret = new_key_secrets()
+    await api_ops.create_key(store.db, "bench", token, secret, [])
+    await store.close()
+    out: dict[str, list[Any]] = {"create": [], "wake": [], "decided": [], "failures": []}
+    connector = aiohttp.TCPConnector(limit=0)
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+            free = asyncio.Queue[str]()
+            for channel in CHANNELS[: args.concurrency]:
+                free.put_nowait(channel)
+
+            async def limited() -> None:
+                channel = await free.get()  # a worker: one of `concurrency` at a time
+                try:
+                    await task(session, bot, slack_url, hooks, out, channel)
+                except Exception as exc:
+                    out["failures"].append(repr(exc))
+                finally:
+                    free.put_nowait(channel)
+
+            await asyncio.gather(*(limited() for _ in range(args.concurrency)))  # warm-up
+            for values in out.values():
+                values.clear()
+            hooks.received.clear()
+            start = time.perf_counter()
+            await asyncio.gather(*(limited() for _ in range(args.tasks)))
+            wall = time.perf_counter() - start
+            deadline = time.time() + 10
+            while time.time() < deadline and any(  # noqa: ASYNC110 (another process)
+                i not in hooks.received for i, _ in out["decided"]
+            ):
+                await asyncio.sleep(0.1)
+            webhook = [hooks.received[i] - d for i, d in out["decided"] if i in hooks.received]
+            memory = await memory_per_pending(session, bot, args.pending)
+    finally:
+        await bot_proc.stop()
+        await slack.stop()
+        await hooks.stop()
+        if pg_db is not None:
+            import asyncpg
+
+            conn = await asyncpg.connect(PG_ADMIN)
+            await conn.execute(f"DROP DATABASE IF EXISTS {pg_db} WITH (FORCE)")
+            await conn.close()
+    return {
+        "database": "postgresql" if args.postgres else "sqlite",
+        "concurrency": args.concurrency,
+        "tasks": args.tasks,
+        "create_ms": _ms(out["create"]),
+        "decision_to_waiter_ms": _ms(out["wake"]),
+        "decision_to_webhook_ms": _ms(webhook),
+        "webhooks_received": len(webhook),
+        "tasks_per_s": round(args.tasks / wall, 1),
+        "failures": len(out["failures"]),
+        "failure_examples": out["failures"][:3],
+        "memory_per_pending_request_kb": round(memory / 1024, 1),
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--pending", type=int, default=500)
+    parser.add_argument("--postgres", action="store_true")
+    result = asyncio.run(run(parser.parse_args()))
+    print(json.dumps(result, indent=2))

@@ -1,0 +1,72 @@
+"""Store records -> the API's answers (the same JSON for GET and for webhooks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.api.models import ApiDecisionType, ApiKind, ApiStatus, Approval, Decision, RequestState
+from store import ApprovalRequestRecord
+
+_KIND: dict[str, ApiKind] = {"approval": "approval", "hitl": "question", "review": "review"}
+_STATUS: dict[str, ApiStatus] = {
+    "pending": "pending",
+    "approved": "approved",
+    "edited": "approved",
+    "rejected": "rejected",
+    "answered": "answered",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+_TYPE: dict[str, ApiDecisionType] = {
+    "approved": "approve",
+    "edited": "edit",
+    "rejected": "reject",
+    "answered": "answer",
+}
+REQUEST_KIND_OF: dict[ApiKind, Any] = {
+    "approval": "approval",
+    "question": "hitl",
+    "review": "review",
+}
+
+
+def decision_of(request: ApprovalRequestRecord) -> Decision | None:
+    kind = _TYPE.get(request.status)
+    if kind is None:
+        return None
+    arguments = None
+    if kind in ("approve", "edit"):
+        arguments = dict(request.edited_arguments or request.arguments or {})
+    approvals: list[Approval] = []
+    if kind in ("approve", "edit") and request.decided_by:
+        # every distinct approver towards a quorum, in order; the last one decided it
+        people = [p for p in request.approvals if p != request.decided_by]
+        approvals = [Approval(user=p, decision="approve", at=None) for p in people]
+        approvals.append(Approval(user=request.decided_by, decision=kind, at=request.decided_at))
+    return Decision(
+        type=kind,
+        arguments=arguments,
+        reason=request.reason,
+        answer=request.output if kind == "answer" else None,
+        decided_by=request.decided_by,
+        decided_at=request.decided_at,
+        approvals=approvals,
+    )
+
+
+def request_state(request: ApprovalRequestRecord) -> RequestState:
+    status = _STATUS[request.status]
+    if status == "pending" and request.expired_at():
+        status = "expired"  # past its deadline; the sweep marks it soon
+    return RequestState(
+        id=request.id,
+        kind=_KIND.get(request.kind, "approval"),
+        status=status,
+        decision=decision_of(request),
+        created_at=request.created_at,
+        expires_at=request.expires_at,
+    )
+
+
+def state_json(request: ApprovalRequestRecord) -> dict[str, Any]:
+    return request_state(request).model_dump(mode="json")

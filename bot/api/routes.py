@@ -1,0 +1,187 @@
+"""The /v1 routes on the bot's aiohttp app: thin, like the Slack listeners. Parse, check the
+key, hand over to the service (bot/service/api_requests.py), answer JSON."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import jsonschema
+from aiohttp import web
+from pydantic import ValidationError
+
+from bot.api.models import MAX_WAIT, CreatedRequest, CreateRequest
+from bot.api.openapi import openapi_document
+from bot.api.present import REQUEST_KIND_OF, state_json
+from bot.service.api_requests import ApiRefusal, ApiRequests, expires_at
+from store.api import ApiKey, NewApiRequest
+
+log = logging.getLogger("sayso.api")
+
+MAX_BODY_BYTES = 1024 * 1024
+_STATUS = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "too_large": 413}
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+def refused(exc: ApiRefusal) -> web.Response:
+    status = 422 if exc.slack else _STATUS.get(exc.code, 422)  # Slack's codes are its own
+    return error(status, exc.code, exc.message)
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "body"
+
+
+def _validation_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    return f"{_field(tuple(first.get('loc', ())))}: {first.get('msg')}"
+
+
+async def _json_body(request: web.Request) -> Any:
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise ApiRefusal("too_large", "body: over 1 MB") from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise ApiRefusal("too_large", "body: over 1 MB")
+    try:
+        return json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiRefusal("invalid", f"body: not valid JSON ({exc})") from None
+
+
+def _token(request: web.Request) -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _check_schema(body: CreateRequest) -> None:
+    schema = body.json_schema
+    if schema is None:
+        return
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ApiRefusal("invalid", f"schema: not a valid JSON Schema ({exc.message})") from None
+    if schema.get("type") != "object":
+        raise ApiRefusal("invalid", 'schema: must describe an object ("type": "object")')
+
+
+def _spec(body: CreateRequest) -> dict[str, Any]:
+    lines = [body.title]
+    for name, value in (body.context or {}).items():
+        if isinstance(value, str):
+            lines.append(f"{name}: {value}")
+    return {
+        "description": "\n".join(lines),
+        "schema": body.json_schema,
+        "allowed_decisions": body.allowed_decisions,
+        "context": body.context,
+        "min_approvals": body.min_approvals,
+    }
+
+
+def new_request(api: ApiRequests, key: ApiKey, body: CreateRequest) -> NewApiRequest:
+    _check_schema(body)
+    if body.min_approvals > 1 and body.kind != "approval":
+        raise ApiRefusal("invalid", "min_approvals: only approvals take a quorum")
+    kind = REQUEST_KIND_OF[body.kind]
+    if body.kind == "review":
+        tool_name, arguments = "human_review", {"reason": body.title, "payload": body.context}
+    elif body.kind == "question":
+        tool_name, arguments = body.tool or "question", {"question": body.title}
+    else:
+        tool_name, arguments = body.tool or "approval", body.arguments
+    return NewApiRequest(
+        key_name=key.name,
+        kind=kind,
+        tool_name=tool_name,
+        title=body.title,
+        arguments=arguments,
+        spec=_spec(body),
+        channel_id=api.channel_for(key, body.channel),
+        thread_ts=body.thread_ts,
+        requester=body.requested_by,
+        approvers=body.approvers or list(api.default_approvers),
+        allow_self_approval=body.allow_self_approval,
+        expires_at=expires_at(api.approval_ttl, body.expires_in),
+        idempotency_key=body.idempotency_key,
+        callback_url=body.callback_url,
+    )
+
+
+class ApiRoutes:
+    def __init__(self, api: ApiRequests) -> None:
+        self.api = api
+
+    def add_to(self, app: web.Application) -> None:
+        app.router.add_post("/v1/requests", self._guard(self.create))
+        app.router.add_get("/v1/requests/{id}", self._guard(self.get))
+        app.router.add_post("/v1/requests/{id}/cancel", self._guard(self.cancel))
+        app.router.add_get("/v1/openapi.json", self.openapi)
+
+    def _guard(self, handler: Callable[[web.Request, ApiKey], Awaitable[web.Response]]) -> Handler:
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            try:
+                key = await self.api.authenticate(_token(request))
+                return await handler(request, key)
+            except ApiRefusal as exc:
+                return refused(exc)
+
+        return guarded
+
+    async def create(self, request: web.Request, key: ApiKey) -> web.Response:
+        raw = await _json_body(request)
+        if not isinstance(raw, dict):
+            raise ApiRefusal("invalid", "body: must be a JSON object")
+        try:
+            body = CreateRequest.model_validate(raw)
+        except ValidationError as exc:
+            raise ApiRefusal("invalid", _validation_message(exc)) from None
+        created = await self.api.create(key, new_request(self.api, key, body))
+        r = created.request
+        answer = CreatedRequest(
+            id=r.id, status="pending", channel=r.channel_id, message_ts=r.message_ts
+        )
+        if not created.created:
+            answer = CreatedRequest(
+                id=r.id,
+                status=state_json(r)["status"],
+                channel=r.channel_id,
+                message_ts=r.message_ts,
+            )
+        return web.json_response(
+            answer.model_dump(mode="json"), status=201 if created.created else 200
+        )
+
+    async def get(self, request: web.Request, key: ApiKey) -> web.Response:
+        request_id = request.match_info["id"]
+        wait_text = request.query.get("wait")
+        if wait_text is None:
+            found, _ = await self.api.get(key, request_id)
+            return web.json_response(state_json(found))
+        try:
+            wait = float(wait_text)
+        except ValueError:
+            raise ApiRefusal("invalid", "wait: must be a number of seconds") from None
+        if not 0 <= wait <= MAX_WAIT:
+            raise ApiRefusal("invalid", f"wait: must be between 0 and {MAX_WAIT} seconds")
+        found, _ = await self.api.wait(key, request_id, wait)
+        return web.json_response(state_json(found))
+
+    async def cancel(self, request: web.Request, key: ApiKey) -> web.Response:
+        raw = await _json_body(request) if request.can_read_body else None
+        reason = raw.get("reason") if isinstance(raw, dict) else None
+        detail = str(reason) if isinstance(reason, str) and reason else "Cancelled by the caller."
+        found, _ = await self.api.cancel(key, request.match_info["id"], detail)
+        return web.json_response(state_json(found))
+
+    async def openapi(self, request: web.Request) -> web.Response:
+        return web.json_response(openapi_document())

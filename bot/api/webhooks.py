@@ -1,0 +1,154 @@
+"""Signed webhook deliveries of settled requests: at least once, retried from the database.
+
+A delivery row is queued when a request with a `callback_url` is settled, and tried at once.
+Every replica's retry loop takes due attempts with a conditional update on the attempt count,
+so one attempt is made by one replica; a retry keeps the delivery id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import httpx
+
+from bot.agent.util import utcnow
+from bot.api.present import state_json
+from bot.service.api_requests import ApiRequests
+from store import ApprovalRequestRecord
+from store import api as api_ops
+from store import webhooks as delivery_ops
+from store.webhooks import Delivery
+
+log = logging.getLogger("sayso.api")
+
+BACKOFF: tuple[float, ...] = (5, 30, 120, 600, 3600)
+"""Seconds before the next attempt: after the 1st failure, the 2nd, ... then the last, hourly."""
+GIVE_UP_AFTER = timedelta(hours=24)
+TIMEOUT = 10.0
+
+
+def sign(secret: str, timestamp: str, body: bytes) -> str:
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return "v1=" + mac.hexdigest()
+
+
+def body_of(request: ApprovalRequestRecord) -> bytes:
+    return json.dumps(state_json(request), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class WebhookSender:
+    def __init__(
+        self,
+        api: ApiRequests,
+        *,
+        interval: float = 1.0,
+        backoff: Sequence[float] = BACKOFF,
+        timeout: float = TIMEOUT,
+    ) -> None:
+        self.api = api
+        self.db = api.store.db
+        self.interval = interval
+        self.backoff = tuple(backoff)
+        self.timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        api.settled_hooks.append(self.on_settled)
+
+    async def start(self) -> None:
+        self._client = httpx.AsyncClient(timeout=self.timeout)
+        self._loop = asyncio.create_task(self._retry_forever(), name="webhooks")
+
+    async def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.cancel()
+            await asyncio.gather(self._loop, return_exceptions=True)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=5)
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def on_settled(self, request: ApprovalRequestRecord) -> None:
+        link = await api_ops.link_of(self.db, request.id)
+        if link is None or not link.callback_url:
+            return
+        delivery = await delivery_ops.add_delivery(self.db, request.id, link.callback_url)
+        if delivery is not None:  # the first attempt right away, not at the next sweep
+            task = asyncio.create_task(self.attempt(delivery), name=f"webhook:{delivery.id}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _retry_forever(self) -> None:
+        while True:
+            try:
+                for delivery in await delivery_ops.due_deliveries(self.db, None, 50):
+                    await self.attempt(delivery)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("event=webhook_sweep_failed")
+            await asyncio.sleep(self.interval)
+
+    def _next_delay(self, attempts: int) -> float:
+        return self.backoff[min(attempts - 1, len(self.backoff) - 1)]
+
+    async def attempt(self, delivery: Delivery) -> bool:
+        """Make the delivery's next attempt if no replica took it first; True when delivered."""
+        hold = timedelta(seconds=self.timeout + 5)
+        claimed = await delivery_ops.claim_delivery(self.db, delivery.id, delivery.attempts, hold)
+        if claimed is None:
+            return False
+        found = await self.api.store.get_request(claimed.request_id)
+        link = await api_ops.link_of(self.db, claimed.request_id)
+        key = await api_ops.get_key(self.db, link.key_name) if link else None
+        if found is None or key is None:
+            await self._finish(claimed, None, False, "request or key gone", retry=False)
+            return False
+        body = body_of(found)
+        timestamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/json",
+            "X-Sayso-Timestamp": timestamp,
+            "X-Sayso-Signature": sign(key.webhook_secret, timestamp, body),
+            "X-Sayso-Delivery": claimed.id,
+        }
+        error: str | None = None
+        try:
+            assert self._client is not None
+            response = await self._client.post(claimed.url, content=body, headers=headers)
+            ok = 200 <= response.status_code < 300
+            if not ok:
+                error = f"HTTP {response.status_code}"
+        except httpx.HTTPError as exc:
+            ok, error = False, f"{type(exc).__name__}: {exc}"[:500]
+        await self._finish(claimed, found.run_id, ok, error, retry=True)
+        log.info(
+            "event=webhook_attempt request_id=%s delivery=%s attempt=%d ok=%s",
+            claimed.request_id,
+            claimed.id,
+            claimed.attempts,
+            ok,
+        )
+        return ok
+
+    async def _finish(
+        self, d: Delivery, run_id: str | None, ok: bool, error: str | None, *, retry: bool
+    ) -> None:
+        next_at = None
+        if not ok and retry:
+            candidate = utcnow() + timedelta(seconds=self._next_delay(d.attempts))
+            if candidate - d.created_at <= GIVE_UP_AFTER:
+                next_at = candidate
+        await delivery_ops.finish_attempt(
+            self.db, d, ok=ok, error=error, next_attempt_at=next_at, run_id=run_id
+        )

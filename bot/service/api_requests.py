@@ -1,0 +1,240 @@
+"""Approval requests made over the HTTP API: create, read, wait for, cancel.
+
+They go through the same decide path as a sayso agent's requests (bot/service/decide.py):
+only their continuation differs, and it is the caller's, never sayso's. Each one lives on a run
+of its own (agent_id `api:<key name>`, waiting for a human, no saved state) so cards, threads,
+App Home, expiry and reminders work unchanged; the runner never drives such a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.agent.util import utcnow
+from bot.service.api_tool import API_AGENT_PREFIX, schema_errors
+from bot.service.notifier import RequestNotifier
+from bot.service.ports import Presenter
+from store import ApprovalRequestRecord, RunRecord, Store
+from store import api as api_ops
+from store import notify as notify_ops
+from store.api import ApiKey, ApiRequestLink, NewApiRequest
+
+log = logging.getLogger("sayso.api")
+
+SAFETY_RECHECK = 5.0
+"""A long-poll re-reads the request this often, should a notification ever be lost."""
+
+Settled = Callable[[ApprovalRequestRecord], Awaitable[None]]
+
+
+class ApiRefusal(Exception):
+    """Input the API refuses: `code` (unauthorized, forbidden, not_found, invalid, or Slack's
+    error code when Slack refused the card), a message naming the field."""
+
+    def __init__(self, code: str, message: str, *, slack: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.slack = slack
+
+
+@dataclass(frozen=True)
+class Created:
+    request: ApprovalRequestRecord
+    created: bool
+
+
+def new_key_secrets() -> tuple[str, str]:
+    """A key token and a webhook secret, random, shown once."""
+    return "sk_sayso_" + secrets.token_urlsafe(32), "whsec_" + secrets.token_urlsafe(32)
+
+
+def _slack_code(exc: Exception) -> str:
+    response: Any = getattr(exc, "response", None)
+    code = response.get("error") if response is not None and hasattr(response, "get") else None
+    return str(code or "slack_error")
+
+
+class ApiRequests:
+    def __init__(
+        self,
+        store: Store,
+        presenter: Presenter,
+        *,
+        default_channel: str | None,
+        default_approvers: tuple[str, ...],
+        approval_ttl: timedelta,
+    ) -> None:
+        self.store = store
+        self.presenter = presenter
+        self.default_channel = default_channel
+        self.default_approvers = default_approvers
+        self.approval_ttl = approval_ttl
+        self.notifier = RequestNotifier()
+        self._listener = notify_ops.Listener(store.db, self.notifier.wake)
+        self.settled_hooks: list[Settled] = []
+
+    async def start(self) -> None:
+        try:
+            await self._listener.start()
+        except Exception:
+            log.exception("event=listen_failed: long-polls fall back to re-checking")
+
+    async def stop(self) -> None:
+        await self._listener.stop()
+
+    # -- keys ----------------------------------------------------------------------------
+
+    async def authenticate(self, token: str | None) -> ApiKey:
+        key = await api_ops.key_for_token(self.store.db, token) if token else None
+        if key is None:
+            raise ApiRefusal("unauthorized", "Missing, unknown or revoked API key.")
+        return key
+
+    def channel_for(self, key: ApiKey, channel: str | None) -> str:
+        if channel is None:
+            channel = key.channels[0] if key.channels else self.default_channel
+            if channel is None:
+                raise ApiRefusal(
+                    "invalid",
+                    "channel: required (this key has no allowed channel and "
+                    "SAYSO_DEFAULT_CHANNEL is not set)",
+                )
+        if key.channels and channel not in key.channels:
+            raise ApiRefusal("forbidden", f"channel: key {key.name!r} may not post in {channel}")
+        return channel
+
+    # -- use cases -------------------------------------------------------------------------
+
+    async def create(self, key: ApiKey, new: NewApiRequest) -> Created:
+        schema = new.spec.get("schema")
+        if schema is not None and new.kind == "approval":
+            errors = schema_errors(schema, new.arguments)
+            if errors:
+                name, message = next(iter(errors.items()))
+                raise ApiRefusal("invalid", f"arguments.{name}: {message}")
+        request_id, created = await api_ops.create_request(self.store.db, new)
+        found = await self._get(request_id)
+        if found is None:
+            raise ApiRefusal("not_found", "The request no longer exists.")
+        request, run = found
+        if not created:
+            return Created(request, False)
+        try:
+            ts = await self.presenter.post_card(run, request)
+        except Exception as exc:
+            await api_ops.forget_request(self.store.db, request_id)
+            code = _slack_code(exc)
+            log.warning("event=api_card_refused request_id=%s error=%r", request_id, exc)
+            log.info("event=api_card_refused key=%s error=%s", key.name, code)
+            await self._audit_created(key, request, f"slack_refused:{code}"[:32])
+            raise ApiRefusal(
+                code, f"channel: Slack refused the card ({code})", slack=True
+            ) from None
+        if ts:
+            await self.store.set_request_message(request_id, new.channel_id, ts)
+            request = replace(request, message_ts=ts, channel_id=new.channel_id)
+            if new.thread_ts is None:  # the card's thread is the request's: replies, reminders
+                await self.store.set_thread(run.id, new.channel_id, ts)
+        await self._audit_created(key, request, "ok")
+        log.info("event=api_request_created key=%s request_id=%s", key.name, request_id)
+        return Created(request, True)
+
+    async def _audit_created(
+        self, key: ApiKey, request: ApprovalRequestRecord, outcome: str
+    ) -> None:
+        await self.store.audit(
+            actor=API_AGENT_PREFIX + key.name,
+            action="api_request",
+            run_id=request.run_id if outcome == "ok" else None,
+            call_id=request.call_id,
+            request_id=request.id,
+            tool_name=request.tool_name,
+            arguments=request.arguments,
+            outcome=outcome,
+        )
+
+    async def _get(self, request_id: str) -> tuple[ApprovalRequestRecord, RunRecord] | None:
+        return await api_ops.request_and_run(self.store.db, request_id)
+
+    async def get(
+        self, key: ApiKey, request_id: str
+    ) -> tuple[ApprovalRequestRecord, ApiRequestLink]:
+        """The request, if this key made it (others' requests do not exist for it)."""
+        link = await api_ops.link_of(self.store.db, request_id)
+        found = await self._get(request_id) if link and link.key_name == key.name else None
+        if found is None or link is None:
+            raise ApiRefusal("not_found", f"id: no request {request_id!r} for this key")
+        return found[0], link
+
+    async def wait(
+        self, key: ApiKey, request_id: str, seconds: float
+    ) -> tuple[ApprovalRequestRecord, ApiRequestLink]:
+        """The request once settled, or as it is after `seconds`."""
+        event = self.notifier.waiter(request_id)
+        try:
+            request, link = await self.get(key, request_id)
+            deadline = asyncio.get_running_loop().time() + seconds
+            while request.status == "pending" and not request.expired_at():
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                try:
+                    await asyncio.wait_for(event.wait(), min(left, SAFETY_RECHECK))
+                except TimeoutError:
+                    pass
+                event.clear()
+                request = await self.store.get_request(request_id) or request
+            return request, link
+        finally:
+            self.notifier.forget(request_id, event)
+
+    async def cancel(
+        self, key: ApiKey, request_id: str, detail: str = "Cancelled by the caller."
+    ) -> tuple[ApprovalRequestRecord, ApiRequestLink]:
+        request, link = await self.get(key, request_id)
+        if request.status == "pending":
+            actor = API_AGENT_PREFIX + key.name
+            if await api_ops.cancel(self.store.db, request_id, actor, detail):
+                request, link = await self.get(key, request_id)
+                await self.settled(request)
+        return request, link
+
+    # -- what happens once a request is settled ---------------------------------------------
+
+    async def settled(self, request: ApprovalRequestRecord) -> None:
+        """Called by every path that settles a request (decide, expiry, cancel)."""
+        if request.api_spec is None:  # a sayso agent's request: its runner continues it
+            return
+        self.notifier.wake(request.id)
+        try:
+            await notify_ops.notify(self.store.db, request.id)
+        except Exception:
+            log.exception("event=notify_failed request_id=%s", request.id)
+        await api_ops.end_run(self.store.db, request)
+        run = await self.store.get_run(request.run_id)
+        if run is not None and request.status == "cancelled":
+            try:
+                await self.presenter.update_card(run, request)
+            except Exception:
+                log.exception("event=card_update_failed request_id=%s", request.id)
+        for hook in self.settled_hooks:
+            try:
+                await hook(request)
+            except Exception:
+                log.exception("event=settled_hook_failed request_id=%s", request.id)
+
+
+def api_key_name_ok(name: str) -> bool:
+    return bool(name) and len(name) <= 100 and all(c.isalnum() or c in "-_." for c in name)
+
+
+def expires_at(ttl: timedelta, expires_in: float | None) -> datetime:
+    """When a new request expires: `expires_in` seconds from now, else the default TTL."""
+    return utcnow() + (timedelta(seconds=expires_in) if expires_in is not None else ttl)

@@ -1,0 +1,297 @@
+"""The approval API's tables: keys, the requests callers made, and webhook deliveries.
+
+An API request is an approval request like any other, on a run of its own: agent_id
+`api:<key name>`, waiting for a human, with no saved state. Cards, App Home, expiry and the
+decide path see nothing special; `ready_runs` leaves these runs out, so no runner drives them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from bot.agent.util import utcnow
+from bot.agent.vocabulary import PauseKind, RequestKind
+from store.audit import add_audit
+from store.db import Database
+from store.records import ANYONE, ApprovalRequestRecord, RunRecord
+from store.requests import fetch
+from store.runs import run_record
+from store.schema import api_keys, api_requests, runs
+from store.schema import approval_requests as req
+from store.schema import request_approvers as ra
+
+API_AGENT_PREFIX = "api:"
+
+
+def key_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    name: str
+    webhook_secret: str
+    channels: tuple[str, ...]
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class NewApiRequest:
+    """Everything an API request is stored with (the card is posted after)."""
+
+    key_name: str
+    kind: RequestKind
+    tool_name: str
+    title: str
+    arguments: dict[str, Any]
+    spec: dict[str, Any]
+    channel_id: str
+    thread_ts: str | None
+    requester: str | None
+    approvers: list[str]
+    allow_self_approval: bool
+    expires_at: datetime
+    idempotency_key: str | None
+    callback_url: str | None
+
+
+@dataclass(frozen=True)
+class ApiRequestLink:
+    key_name: str
+    idempotency_key: str | None
+    callback_url: str | None
+
+
+def _key(row: Any) -> ApiKey:
+    return ApiKey(
+        name=row.name,
+        webhook_secret=row.webhook_secret,
+        channels=tuple(row.channels or ()),
+        created_at=row.created_at,
+        revoked_at=row.revoked_at,
+    )
+
+
+# -- keys -------------------------------------------------------------------------------------
+
+
+async def create_key(
+    db: Database, name: str, token: str, webhook_secret: str, channels: list[str]
+) -> bool:
+    """Store a key (hashed); False when the name is taken."""
+    try:
+        async with db.write() as conn:
+            await conn.execute(
+                api_keys.insert().values(
+                    name=name,
+                    key_hash=key_hash(token),
+                    webhook_secret=webhook_secret,
+                    channels=channels,
+                    created_at=utcnow(),
+                )
+            )
+    except IntegrityError:
+        return False
+    return True
+
+
+async def list_keys(db: Database) -> list[ApiKey]:
+    async with db.read() as conn:
+        rows = (await conn.execute(sa.select(api_keys).order_by(api_keys.c.name))).all()
+    return [_key(r) for r in rows]
+
+
+async def revoke_key(db: Database, name: str) -> bool:
+    async with db.write() as conn:
+        result = await conn.execute(
+            api_keys.update()
+            .where(api_keys.c.name == name, api_keys.c.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+        )
+    return result.rowcount == 1
+
+
+async def key_for_token(db: Database, token: str) -> ApiKey | None:
+    """The live key this token is, or None (unknown or revoked)."""
+    query = sa.select(api_keys).where(
+        api_keys.c.key_hash == key_hash(token), api_keys.c.revoked_at.is_(None)
+    )
+    async with db.read() as conn:
+        row = (await conn.execute(query)).first()
+    return _key(row) if row else None
+
+
+async def get_key(db: Database, name: str) -> ApiKey | None:
+    async with db.read() as conn:
+        row = (await conn.execute(sa.select(api_keys).where(api_keys.c.name == name))).first()
+    return _key(row) if row else None
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+_PAUSE_OF: dict[str, PauseKind] = {
+    "approval": "tool_approval",
+    "hitl": "tool_input",
+    "review": "human_review",
+}
+
+
+async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
+    """Store the run and its one pending request; (request id, created). With an idempotency
+    key already used by this key, the earlier request's id and False."""
+    if new.idempotency_key is not None:
+        found = await by_idempotency_key(db, new.key_name, new.idempotency_key)
+        if found is not None:
+            return found, False
+    now = utcnow()
+    run_id, request_id = uuid.uuid4().hex, uuid.uuid4().hex
+    try:
+        async with db.write() as conn:
+            await conn.execute(
+                runs.insert().values(
+                    id=run_id,
+                    agent_id=API_AGENT_PREFIX + new.key_name,
+                    status="waiting_for_human",
+                    pause_kind=_PAUSE_OF[new.kind],
+                    pause_step=0,
+                    pause_seq=1,
+                    requester=new.requester,
+                    channel_id=new.channel_id,
+                    thread_ts=new.thread_ts,
+                    request_text=new.title,
+                    created_at=now,
+                    updated_at=now,
+                    version=1,
+                )
+            )
+            await conn.execute(
+                req.insert().values(
+                    id=request_id,
+                    run_id=run_id,
+                    pause_seq=1,
+                    call_id=f"api:{request_id}",
+                    step=0,
+                    tool_name=new.tool_name,
+                    kind=new.kind,
+                    arguments=new.arguments,
+                    status="pending",
+                    channel_id=new.channel_id,
+                    expires_at=new.expires_at,
+                    requester=new.requester,
+                    allow_self_approval=new.allow_self_approval,
+                    interrupted=False,
+                    created_at=now,
+                    min_approvals=int(new.spec.get("min_approvals") or 1),
+                    api_spec=new.spec,
+                )
+            )
+            principals = sorted(set(new.approvers)) or [ANYONE]
+            await conn.execute(
+                ra.insert(), [{"request_id": request_id, "principal": p} for p in principals]
+            )
+            await conn.execute(
+                api_requests.insert().values(
+                    request_id=request_id,
+                    key_name=new.key_name,
+                    idempotency_key=new.idempotency_key,
+                    callback_url=new.callback_url,
+                    created_at=now,
+                )
+            )
+    except IntegrityError:
+        if new.idempotency_key is None:
+            raise
+        found = await by_idempotency_key(db, new.key_name, new.idempotency_key)
+        if found is None:
+            raise
+        return found, False
+    return request_id, True
+
+
+async def by_idempotency_key(db: Database, key_name: str, idempotency_key: str) -> str | None:
+    query = sa.select(api_requests.c.request_id).where(
+        api_requests.c.key_name == key_name, api_requests.c.idempotency_key == idempotency_key
+    )
+    async with db.read() as conn:
+        found = await conn.scalar(query)
+    return str(found) if found else None
+
+
+async def link_of(db: Database, request_id: str) -> ApiRequestLink | None:
+    query = sa.select(api_requests).where(api_requests.c.request_id == request_id)
+    async with db.read() as conn:
+        row = (await conn.execute(query)).first()
+    if row is None:
+        return None
+    return ApiRequestLink(row.key_name, row.idempotency_key, row.callback_url)
+
+
+async def forget_request(db: Database, request_id: str) -> None:
+    """Delete a request whose card Slack refused (its run, approvers and link go with it)."""
+    async with db.write() as conn:
+        run_id = await conn.scalar(sa.select(req.c.run_id).where(req.c.id == request_id))
+        await conn.execute(api_requests.delete().where(api_requests.c.request_id == request_id))
+        await conn.execute(ra.delete().where(ra.c.request_id == request_id))
+        await conn.execute(req.delete().where(req.c.id == request_id))
+        if run_id is not None:
+            await conn.execute(runs.delete().where(runs.c.id == run_id))
+
+
+async def request_and_run(
+    db: Database, request_id: str
+) -> tuple[ApprovalRequestRecord, RunRecord] | None:
+    async with db.read() as conn:
+        found = await fetch(conn, sa.select(req).where(req.c.id == request_id))
+        if not found:
+            return None
+        row = (await conn.execute(sa.select(runs).where(runs.c.id == found[0].run_id))).first()
+    return (found[0], run_record(row)) if row else None
+
+
+async def cancel(db: Database, request_id: str, actor: str, detail: str) -> bool:
+    """Cancel a pending request (exactly once); True when this call cancelled it."""
+    now = utcnow()
+    async with db.write() as conn:
+        result = await conn.execute(
+            req.update()
+            .where(req.c.id == request_id, req.c.status == "pending")
+            .values(status="cancelled", decided_by=actor, decided_at=now, reason=detail)
+        )
+        won = result.rowcount == 1
+        await add_audit(
+            conn,
+            actor=actor,
+            action="cancel",
+            run_id=await conn.scalar(sa.select(req.c.run_id).where(req.c.id == request_id)),
+            call_id=f"api:{request_id}",
+            request_id=request_id,
+            tool_name=None,
+            arguments=None,
+            outcome="ok" if won else "lost",
+            detail=detail,
+            now=now,
+        )
+    return won
+
+
+async def end_run(db: Database, request: ApprovalRequestRecord) -> None:
+    """Once its request is settled, the API run is over (and purged in time like any run)."""
+    status = "cancelled" if request.status in ("cancelled", "expired") else "completed"
+    async with db.write() as conn:
+        await conn.execute(
+            runs.update()
+            .where(
+                runs.c.id == request.run_id,
+                runs.c.agent_id.like(API_AGENT_PREFIX + "%"),
+                runs.c.status == "waiting_for_human",
+            )
+            .values(status=status, pause_kind=None, updated_at=utcnow())
+        )

@@ -1,0 +1,117 @@
+"""Webhooks of settled API requests: signed, at least once, retried from the database with the
+same delivery id, and listed by `sayso runs show`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+from aiohttp import web
+
+from bot.client import verify_webhook
+from bot.runs_report import show_run
+from bot.serve import free_port
+from tests.e2e.api_flows import create, make_key
+from tests.e2e.harness import Harness
+from tests.helpers.views import filled_views
+
+
+@dataclass
+class Receiver:
+    """A caller's webhook endpoint on 127.0.0.1 that fails its first `failures` deliveries."""
+
+    failures: int = 0
+    received: list[tuple[dict[str, str], bytes, int]] = field(default_factory=list)
+    port: int = field(default_factory=free_port)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        status = 500 if len(self.received) < self.failures else 200
+        self.received.append((dict(request.headers), body, status))
+        return web.Response(status=status)
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    r = Receiver()
+    app = web.Application()
+    app.router.add_post("/hook", r.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", r.port).start()
+    try:
+        yield r
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_signed_webhook_follows_the_decision(harness: Harness, receiver: Receiver) -> None:
+    h = harness
+    token, secret = await make_key(h)
+    created = (
+        await create(h, token, tool="deploy", arguments={"env": "prod"}, callback_url=receiver.url)
+    ).json()
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", created["message_ts"], "approve")
+    await h.sandbox.wait_for(lambda sb: receiver.received, timeout=5)
+    headers, body, _ = receiver.received[0]
+    assert verify_webhook(secret, headers, body)
+    assert not verify_webhook("whsec_other", headers, body)
+    assert not verify_webhook(secret, headers, body.replace(b"prod", b"dev!"))
+    old = {**headers, "X-Sayso-Timestamp": str(int(headers["X-Sayso-Timestamp"]) - 301)}
+    assert not verify_webhook(secret, old, body)
+    state = json.loads(body)
+    assert state["id"] == created["id"] and state["status"] == "approved"
+    assert state["decision"]["decided_by"] == "U_APPROVER"
+    async with httpx.AsyncClient(base_url=h.url) as client:
+        got = await client.get(
+            f"/v1/requests/{created['id']}", headers={"Authorization": f"Bearer {token}"}
+        )
+    assert got.json() == state  # the same JSON as GET
+
+
+async def test_failing_endpoint_gets_retries_with_the_same_delivery_id(
+    harness: Harness, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    h = harness
+    assert h.bot is not None and h.bot.api is not None
+    h.bot.api.webhooks.backoff = (0.3,)  # the schedule, shortened (5 s, 30 s, ... in service)
+    receiver.failures = 2
+    token, secret = await make_key(h)
+    created = (await create(h, token, tool="deploy", callback_url=receiver.url)).json()
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", created["message_ts"], "reject")
+    view = (await h.sandbox.wait_for(lambda sb: filled_views(sb, "U_APPROVER")))[-1]
+    await h.sandbox.submit_view("U_APPROVER", view["id"], {"reason": "no"})
+    await h.sandbox.wait_for(lambda sb: len(receiver.received) >= 3, timeout=10)
+    await asyncio.sleep(1.0)  # several retry sweeps: none delivers again
+    statuses = [status for _, _, status in receiver.received]
+    assert statuses == [500, 500, 200]
+    ids = {headers["X-Sayso-Delivery"] for headers, _, _ in receiver.received}
+    assert len(ids) == 1
+    assert all(verify_webhook(secret, hd, body) for hd, body, _ in receiver.received)
+    # `sayso runs show` lists the attempts
+    runs = await h.bot.store.list_runs()
+    assert await show_run(h.bot.store, runs[0].id) == 0
+    shown = capsys.readouterr().out
+    assert shown.count("webhook") >= 3 and "delivered" in shown and "HTTP 500" in shown
+
+
+async def test_expiry_and_cancel_are_delivered_too(harness: Harness, receiver: Receiver) -> None:
+    h = harness
+    token, _ = await make_key(h)
+    await create(h, token, tool="deploy", expires_in=0.3, callback_url=receiver.url)
+    await h.sandbox.wait_for(lambda sb: len(receiver.received) == 1, timeout=10)
+    created = (await create(h, token, tool="deploy", callback_url=receiver.url)).json()
+    async with httpx.AsyncClient(base_url=h.url) as client:
+        await client.post(
+            f"/v1/requests/{created['id']}/cancel", headers={"Authorization": f"Bearer {token}"}
+        )
+    await h.sandbox.wait_for(lambda sb: len(receiver.received) == 2, timeout=10)
+    assert [json.loads(b)["status"] for _, b, _ in receiver.received] == ["expired", "cancelled"]

@@ -1,0 +1,56 @@
+"""The approval API across two real replicas on PostgreSQL: a decision taken on one replica
+wakes a long-poll waiting on the other within a second (LISTEN/NOTIFY, not the sweep)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import pytest
+
+from bot.service.api_requests import new_key_secrets
+from store import Store
+from store import api as api_ops
+from tests.fault.cluster import Cluster
+from tests.fault.slack import SECRET, click_payload, form_body, post, signed_headers
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+
+async def test_a_decision_on_one_replica_wakes_a_long_poll_on_the_other(cluster: Cluster) -> None:
+    # Sweeps every 30 s: only the notification can wake the waiter in time.
+    a, b = await asyncio.gather(
+        cluster.start("replica-a", sweep_interval=30), cluster.start("replica-b", sweep_interval=30)
+    )
+    store = Store(cluster.db_url, replica_id="observer")
+    try:
+        token, _ = new_key_secrets()
+        assert await api_ops.create_key(store.db, "ci", token, "whsec_x", [])
+    finally:
+        await store.close()
+    auth = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(headers=auth) as session:
+        body = {"title": "Deploy", "tool": "deploy", "channel": "C_GENERAL"}
+        async with session.post(f"{a.base}/v1/requests", json=body) as resp:
+            assert resp.status == 201, await resp.text()
+            created = await resp.json()
+        # let the poll reach replica b and register before the click
+        poll = asyncio.create_task(
+            session.get(f"{b.base}/v1/requests/{created['id']}", params={"wait": "30"})
+        )
+        await asyncio.sleep(1.0)
+        assert not poll.done()
+        click = form_body(
+            click_payload(
+                cluster.sandbox, "U_APPROVER", "C_GENERAL", created["message_ts"], "approve"
+            )
+        )
+        clicked = time.monotonic()
+        status, _ = await post(session, a.url, click, signed_headers(SECRET, click))
+        assert status == 200
+        resp = await asyncio.wait_for(poll, 5)
+        woken_after = time.monotonic() - clicked
+        state = await resp.json()
+    assert state["status"] == "approved" and state["decision"]["decided_by"] == "U_APPROVER"
+    assert woken_after < 1.0, f"{woken_after:.2f}s\n{cluster.logs()}"
