@@ -40,7 +40,9 @@ class StartLimitReached(Exception):
 
 def _starts_query(person: str, since: datetime) -> sa.Select[Any]:
     started = sa.select(runs.c.created_at.label("at")).where(
-        runs.c.requester == person, runs.c.created_at >= since
+        runs.c.requester == person,
+        runs.c.created_at >= since,
+        runs.c.agent_id.not_like("api:%"),  # an approval API request is no run the person started
     )
     retried = sa.select(audit_events.c.at.label("at")).where(
         audit_events.c.actor == person,

@@ -10,6 +10,7 @@ import time
 from tests.e2e.api_flows import card_of, create, http, make_key
 from tests.e2e.harness import Harness, has_button, message_text
 from tests.helpers.views import filled_views
+from tests.helpers.waiting import eventually
 
 SCHEMA = {
     "type": "object",
@@ -147,3 +148,25 @@ async def test_a_quorum_needs_two_people_and_lists_both(harness: Harness) -> Non
         state = (await client.get(f"/v1/requests/{created['id']}?wait=10")).json()
     assert state["status"] == "approved"
     assert [a["user"] for a in state["decision"]["approvals"]] == ["U_APPROVER", "U_APPROVER2"]
+
+
+async def test_api_requests_do_not_use_up_the_requesters_rate_limit(harness: Harness) -> None:
+    """`requested_by` names who asked; the approval requests a pipeline makes for them are
+    not runs they started, so their own `/sayso` is not refused by SAYSO_RATE_LIMIT."""
+    h = harness
+    token, _ = await make_key(h)
+    for n in range(11):  # more than the default 10/minute
+        r = await create(h, token, tool="deploy", requested_by="U_REQUESTER", title=f"Step {n}")
+        assert r.status_code == 201, r.text
+    h.model.reply(text="All good.")
+    await h.sandbox.slash_command("U_REQUESTER", "ops how is the api")
+    assert h.bot is not None
+    store = h.bot.store
+
+    async def started() -> bool:
+        return any(r.agent_id == "ops" for r in await store.list_runs(limit=50))
+
+    await eventually(started, timeout=10, what="the requester's own run to start")
+    assert not [
+        e for e in h.sandbox.ephemerals("U_REQUESTER") if "try again" in (e.get("text") or "")
+    ]
