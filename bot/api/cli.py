@@ -72,7 +72,10 @@ class _UsageParser(argparse.ArgumentParser):
 def add_request_parser(sub: Any) -> None:
     r = sub.add_parser(
         "request",
-        help="ask for approval over the API and exit 0 approved, 1 rejected, 2 expired, 3 error",
+        help=(
+            "ask for approval over the API and exit 0 approved, 1 rejected, "
+            "2 expired or cancelled, 3 error"
+        ),
     )
     r.__class__ = _UsageParser
     r.add_argument("--url", help="the sayso to ask (default: SAYSO_URL)")
