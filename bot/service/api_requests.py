@@ -177,7 +177,7 @@ class ApiRequests:
         self, key: ApiKey, request_id: str, seconds: float
     ) -> tuple[ApprovalRequestRecord, ApiRequestLink]:
         """The request once settled, or as it is after `seconds`."""
-        event = self.notifier.waiter(request_id)
+        waiter = self.notifier.waiter(request_id)
         try:
             request, link = await self.get(key, request_id)
             deadline = asyncio.get_running_loop().time() + seconds
@@ -186,14 +186,15 @@ class ApiRequests:
                 if left <= 0:
                     break
                 try:
-                    await asyncio.wait_for(event.wait(), min(left, SAFETY_RECHECK))
+                    await asyncio.wait_for(waiter.event.wait(), min(left, SAFETY_RECHECK))
                 except TimeoutError:
                     pass
-                event.clear()
-                request = await self.store.get_request(request_id) or request
+                # settled here: the decision itself; else (another replica, the safety
+                # re-check) as the store has it
+                request = waiter.take() or await self.store.get_request(request_id) or request
             return request, link
         finally:
-            self.notifier.forget(request_id, event)
+            self.notifier.forget(request_id, waiter)
 
     async def cancel(
         self, key: ApiKey, request_id: str, detail: str = "Cancelled by the caller."
@@ -212,7 +213,7 @@ class ApiRequests:
         """Called by every path that settles a request (decide, expiry, cancel)."""
         if request.api_spec is None:  # a sayso agent's request: its runner continues it
             return
-        self.notifier.wake(request.id)
+        self.notifier.wake(request.id, request)
         try:
             await notify_ops.notify(self.store.db, request.id)
         except Exception:

@@ -18,6 +18,7 @@ from bot.client import (
 from tests.e2e.api_flows import make_key
 from tests.e2e.harness import Harness, has_button, message_text
 from tests.helpers.views import filled_views
+from tests.helpers.waiting import eventually
 
 
 def open_cards(h: Harness) -> list[dict[str, Any]]:
@@ -138,5 +139,10 @@ async def test_a_question_is_answered_by_a_reply_in_the_cards_thread(harness: Ha
     state = await asking
     assert state.status == "answered" and state.decision is not None
     assert state.decision.answer == "us-east-2" and state.decision.decided_by == "U_APPROVER"
-    run = await store.run_for_thread("C_GENERAL", created.message_ts)
-    assert run is not None and run.status == "completed"
+
+    # the caller hears first; the request's run is ended right after
+    async def ended() -> bool:
+        run = await store.run_for_thread("C_GENERAL", created.message_ts)
+        return run is not None and run.status == "completed"
+
+    await eventually(ended, timeout=5, what="the question's run to end")
