@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 
-from bot.api.routes import _token, refused
+from bot.api.routes import refused
 from bot.mcp.tools import build_server
 from bot.service.api_requests import ApiRefusal, ApiRequests
 from store.api import ApiKey
@@ -22,7 +24,8 @@ log = logging.getLogger("sayso.mcp")
 PATH = "/mcp"
 
 
-def _bearer(headers: Any) -> str | None:
+def _bearer(headers: Mapping[str, str] | None) -> str | None:
+    """The key of an `Authorization: Bearer <key>` header (header names in any case)."""
     scheme, _, token = str((headers or {}).get("authorization", "")).partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
@@ -48,9 +51,13 @@ class McpHttp:
     async def start(self) -> None:
         # one manager per start (its run() is once only), run by a task of its own: the
         # SDK's task group must be entered and left by the same task
-        manager = StreamableHTTPSessionManager(
-            app=self.server._lowlevel_server, json_response=True, stateless=True
+        self.server.streamable_http_app(
+            json_response=True,
+            stateless_http=True,
+            # the bearer key guards /mcp, on whatever host name the bot is reached by
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
+        manager = self.server.session_manager
         ready = asyncio.Event()
         self._stop = asyncio.Event()
 
@@ -78,7 +85,7 @@ class McpHttp:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            await self.api.authenticate(_token(request))
+            await self.api.authenticate(_bearer(request.headers))
         except ApiRefusal as exc:
             return refused(exc)
         if self._manager is None:
