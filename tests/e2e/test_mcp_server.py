@@ -45,6 +45,62 @@ async def test_request_approval_is_approved_by_a_click(harness: Harness) -> None
     assert state["decision"]["arguments"] == {"env": "prod"}
 
 
+SCHEMA = {
+    "type": "object",
+    "properties": {"env": {"type": "string"}, "replicas": {"type": "integer", "minimum": 1}},
+    "required": ["env"],
+}
+
+
+async def test_request_approval_edited_against_its_schema(harness: Harness) -> None:
+    h = harness
+    token, _ = await make_key(h, channels=["C_GENERAL"])
+    async with mcp_http(h, token) as session:
+        refused = await session.call_tool(
+            "request_approval",
+            {"tool_name": "deploy", "arguments": {"replicas": 2}, "schema": SCHEMA},
+        )
+        assert refused.is_error and "arguments.env" in refused.content[0].text  # type: ignore[union-attr]
+        answer = asyncio.create_task(
+            call(
+                session,
+                "request_approval",
+                tool_name="deploy",
+                arguments={"env": "prod"},
+                schema=SCHEMA,
+                wait_seconds=30,
+            )
+        )
+        card = await next_card(h)
+        await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "edit")
+        view = (await h.sandbox.wait_for(lambda sb: filled_views(sb, "U_APPROVER")))[-1]
+        await h.sandbox.submit_view("U_APPROVER", view["id"], {"env": "staging", "replicas": "3"})
+        state = await asyncio.wait_for(answer, 10)
+    assert state["status"] == "approved" and state["decision"]["type"] == "edit"
+    assert state["decision"]["arguments"] == {"env": "staging", "replicas": 3}
+
+
+async def test_an_expired_request_is_reported_and_denied(harness: Harness) -> None:
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_approval_ttl": "1s"}
+    await h.start_bot()
+    token, _ = await make_key(h, channels=["C_GENERAL"])
+    async with mcp_http(h, token) as session:
+        state = await call(
+            session, "request_approval", tool_name="deploy", arguments={}, wait_seconds=10
+        )
+        assert state["status"] == "expired" and state["decision"] is None
+        answer = await call(
+            session,
+            "permission_prompt",
+            tool_name="Bash",
+            input={"command": "make deploy"},
+            tool_use_id="toolu_03",
+        )
+    assert answer == {"behavior": "deny", "message": "No decision: the request is expired."}
+
+
 async def test_get_decision_polls_until_decided(harness: Harness) -> None:
     h = harness
     token, _ = await make_key(h, channels=["C_GENERAL"])
