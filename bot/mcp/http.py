@@ -4,7 +4,6 @@ manager, an ASGI app) bridged to aiohttp, behind the same bearer-key check as /v
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -69,18 +68,19 @@ class McpHttp:
             self._manager = None
 
         self._task = asyncio.create_task(run(), name="sayso-mcp")
-        done, _ = await asyncio.wait(
-            [self._task, asyncio.ensure_future(ready.wait())],
-            return_when=asyncio.FIRST_COMPLETED,
-        )
+        started = asyncio.create_task(ready.wait())
+        done, _ = await asyncio.wait([self._task, started], return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
         if self._task in done:
             self._task.result()  # raises what stopped it
 
     async def stop(self) -> None:
         self._stop.set()
         if self._task is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await self._task
+            except Exception:
+                log.exception("event=mcp_stop_failed")
             self._task = None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
