@@ -65,6 +65,14 @@ def warn_renamed_settings(settings: Settings) -> None:
         )
 
 
+async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> None:
+    try:
+        from bot.mcp.stdio import serve_stdio
+    except ImportError:
+        raise ConfigError("`sayso mcp` needs the MCP SDK: pip install 'sayso[mcp]'") from None
+    await serve_stdio(settings)
+
+
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> None:
     from bot.sandbox.demo import run_demo
 
@@ -145,6 +153,7 @@ def parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="drive runs, without a front (PostgreSQL)")
     worker.add_argument("--concurrency", type=int, help="runs in flight at once (default 200)")
     worker.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
+    sub.add_parser("mcp", help="serve MCP over stdio (the key in SAYSO_KEY)")
     demo = sub.add_parser("demo", help="try sayso in a local Slack sandbox in your browser")
     demo.add_argument("--port", type=int, default=3000)
     demo.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
@@ -176,6 +185,7 @@ def parser() -> argparse.ArgumentParser:
 COMMANDS = {
     "run": cmd_run,
     "worker": cmd_worker,
+    "mcp": cmd_mcp,
     "demo": cmd_demo,
     "db": cmd_db,
     "runs": cmd_runs,
