@@ -163,10 +163,11 @@ async def test_api_requests_do_not_use_up_the_requesters_rate_limit(harness: Har
     assert h.bot is not None
     store = h.bot.store
 
-    async def started() -> bool:
-        return any(r.agent_id == "ops" for r in await store.list_runs(limit=50))
+    async def answered() -> bool:
+        runs = await store.list_runs(limit=50)
+        return any(r.agent_id == "ops" and r.status == "completed" for r in runs)
 
-    await eventually(started, timeout=10, what="the requester's own run to start")
+    await eventually(answered, timeout=10, what="the requester's own run to start and answer")
     assert not [
         e for e in h.sandbox.ephemerals("U_REQUESTER") if "try again" in (e.get("text") or "")
     ]
