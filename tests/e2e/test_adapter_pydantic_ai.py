@@ -5,8 +5,10 @@ the model, and a restarted driver finds the same card and the same decision."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic_ai import Agent, DeferredToolRequests, ToolApproved
 from pydantic_ai.messages import (
     ModelMessage,
@@ -126,3 +128,23 @@ async def test_a_restarted_driver_finds_the_same_card_and_decision(harness: Harn
     done = await agent.run(message_history=first.all_messages(), deferred_tool_results=again)
     assert done.output == "tool said: api x3"
     assert ran == [("api", 3)]
+
+
+def docs_example() -> str:
+    text = (Path(__file__).parents[2] / "docs" / "integrations.md").read_text()
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+async def test_the_docs_example_runs(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    h = harness
+    token, _ = await make_key(h)
+    code = docs_example().replace("C0123DEPLOY", "C_GENERAL")
+    for name, value in {"MODEL": "test", "SAYSO_URL": h.url, "SAYSO_KEY": token}.items():
+        monkeypatch.setenv(name, value)
+    running = asyncio.create_task(asyncio.to_thread(exec, code, {"__name__": "example"}))
+    card = await one_card(h)
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
+    await asyncio.wait_for(running, 20)
+    assert "now runs" in capsys.readouterr().out
