@@ -1,0 +1,1 @@
+"""Thin translation layers from agent frameworks' own approval types to sayso's approval API."""
