@@ -33,8 +33,12 @@ from bot.client import ApprovalExpired, ApprovalRejected, AsyncSaysoClient, outc
 NO_DECISION = "Nobody decided in time; the tool call was not run."
 
 
-def idempotency_key(call: ToolCallPart) -> str:
-    return f"pydantic-ai:{call.tool_call_id}"
+def idempotency_key(call: ToolCallPart, conversation: str | None = None) -> str:
+    """The call's key: the same call always maps to the same request. Provider call ids are
+    unique; a test model may reuse them across runs, so a driver can scope the keys to one
+    conversation (an id it keeps with its message history)."""
+    scope = f"{conversation}:" if conversation else ""
+    return f"pydantic-ai:{scope}{call.tool_call_id}"
 
 
 def tool_schema(agent: Agent[Any, Any], tool_name: str) -> dict[str, Any] | None:
@@ -54,6 +58,7 @@ async def ask(
     agent: Agent[Any, Any],
     call: ToolCallPart,
     client: AsyncSaysoClient,
+    conversation: str | None = None,
     **fields: Any,
 ) -> str:
     """The call's approval request (the same one again for the same call): its id."""
@@ -63,7 +68,7 @@ async def ask(
         tool=call.tool_name,
         arguments=call.args_as_dict(),
         schema=tool_schema(agent, call.tool_name),
-        idempotency_key=idempotency_key(call),
+        idempotency_key=idempotency_key(call, conversation),
         **fields,
     )
     return created.id
@@ -93,9 +98,11 @@ async def resolve(
     approvers: list[str] | None = None,
     min_approvals: int | None = None,
     timeout: float = 3600,  # noqa: ASYNC109
+    conversation: str | None = None,
 ) -> DeferredToolResults:
     """Ask for every call awaiting approval (one card each, in the order the model called)
-    and wait for all the decisions."""
+    and wait for all the decisions. `conversation` scopes the calls' idempotency keys (see
+    `idempotency_key`)."""
     requests = result_or_requests
     if isinstance(requests, AgentRunResult):
         requests = requests.output
@@ -104,7 +111,13 @@ async def resolve(
     calls = requests.approvals
     ids = [
         await ask(
-            agent, call, client, channel=channel, approvers=approvers, min_approvals=min_approvals
+            agent,
+            call,
+            client,
+            conversation,
+            channel=channel,
+            approvers=approvers,
+            min_approvals=min_approvals,
         )
         for call in calls
     ]

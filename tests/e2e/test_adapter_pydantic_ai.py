@@ -148,3 +148,16 @@ async def test_the_docs_example_runs(
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     await asyncio.wait_for(running, 20)
     assert "now runs" in capsys.readouterr().out
+
+
+def test_keys_can_be_scoped_to_a_conversation() -> None:
+    """A test model may reuse call ids across runs: scoping the key keeps two conversations'
+    calls on two requests, while the same call in one conversation keeps its one request."""
+    from pydantic_ai.messages import ToolCallPart
+
+    from bot.adapters.pydantic_ai import idempotency_key
+
+    call = ToolCallPart(tool_name="deploy", args={"env": "prod"}, tool_call_id="call_1")
+    assert idempotency_key(call) == "pydantic-ai:call_1"
+    assert idempotency_key(call, "conv-a") == idempotency_key(call, "conv-a")
+    assert idempotency_key(call, "conv-a") != idempotency_key(call, "conv-b")
