@@ -160,9 +160,9 @@ def test_reject_modal_and_parse() -> None:
     assert view["callback_id"] == "sayso_reject" and view["private_metadata"] == "req_1"
     reason = inputs(view)["reason"]
     assert reason["optional"] is True and reason["element"]["action_id"] == "value"
-    assert modals.parse_reject({"reason": {"value": {"value": "  too risky "}}}) == "too risky"
-    assert modals.parse_reject({"reason": {"value": {"value": None}}}) is None
-    assert modals.parse_reject({}) is None
+    assert modals.parse_reason({"reason": {"value": {"value": "  too risky "}}}) == "too risky"
+    assert modals.parse_reason({"reason": {"value": {"value": None}}}) is None
+    assert modals.parse_reason({}) is None
 
 
 def test_answer_modal_text_and_json() -> None:

@@ -30,7 +30,7 @@ __all__ = [
     "edit_modal",
     "parse_answer",
     "parse_edit",
-    "parse_reject",
+    "parse_reason",
     "parse_review",
     "reject_modal",
     "review_modal",
@@ -230,7 +230,7 @@ def _typed(values: dict[str, Any], block: BlockId) -> str:
     return text.strip() if isinstance(text, str) else ""
 
 
-def parse_reject(values: dict[str, Any]) -> str | None:
+def parse_reason(values: dict[str, Any]) -> str | None:
     """The reason (of a reject, or of an approval that needs one), or None."""
     return _typed(values, BlockId.REASON_INPUT) or None
 

@@ -162,9 +162,7 @@ async def on_revoke(
     """Revoke a standing approval, from its message in the thread."""
     await ack()
     service = service_of(context)
-    outcome = await service.revoke(action.get("value", ""), actor_from(body))
-    if not outcome.ok:
-        await tell_actor(client, service, body, outcome.message)
+    await _act_on_value(client, service, body, action, service.revoke)
 
 
 async def on_open_form(
@@ -245,9 +243,7 @@ async def on_retry(
     """Retry on a failed run's message."""
     await ack()
     service = service_of(context)
-    outcome = await service.retry(action.get("value", ""), actor_from(body))
-    if not outcome.ok:
-        await tell_actor(client, service, body, outcome.message)
+    await _act_on_value(client, service, body, action, service.retry)
 
 
 async def on_cancel(
@@ -260,7 +256,19 @@ async def on_cancel(
     """Cancel on a run's root message: the kill switch."""
     await ack()
     service = service_of(context)
-    outcome = await service.cancel(action.get("value", ""), actor_from(body))
+    await _act_on_value(client, service, body, action, service.cancel)
+
+
+async def _act_on_value(
+    client: AsyncWebClient,
+    service: Service,
+    body: dict[str, Any],
+    action: dict[str, Any],
+    use_case: Callable[[str, Actor], Awaitable[Outcome]],
+) -> None:
+    """Buttons whose value names what they act on (a run, a grant): the use case decides;
+    a refusal is told to the person who clicked."""
+    outcome = await use_case(action.get("value", ""), actor_from(body))
     if not outcome.ok:
         await tell_actor(client, service, body, outcome.message)
 

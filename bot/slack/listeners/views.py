@@ -122,7 +122,7 @@ async def on_reject(
     context: AsyncBoltContext,
 ) -> None:
     """Reject, with an optional reason."""
-    reason = modals.parse_reject(view["state"]["values"])
+    reason = modals.parse_reason(view["state"]["values"])
     await _submit(ack, body, view, client, service_of(context), CallbackId.REJECT, reason=reason)
 
 
@@ -134,7 +134,7 @@ async def on_approve(
     context: AsyncBoltContext,
 ) -> None:
     """Approve, with the reason the request needs."""
-    reason = modals.parse_reject(view["state"]["values"])
+    reason = modals.parse_reason(view["state"]["values"])
     await _submit(ack, body, view, client, service_of(context), CallbackId.APPROVE, reason=reason)
 
 
