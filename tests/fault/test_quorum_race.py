@@ -71,8 +71,14 @@ async def test_approvals_racing_on_two_replicas_continue_the_run_once(
     assert request.decided_by in finals
     assert len(request.approvals) == 2 and request.approvals[-1] == request.decided_by
     assert len(executions(cluster.effects)) == 1
-    trail = [e for e in await store.audit_trail(run_id) if e.action == "decide"]
-    assert sorted(e.outcome for e in trail) == ["counted"] + ["lost"] * 19 + ["won"]
+
+    # losing clicks are audited after their ack, possibly after the run finished: wait for all
+    async def every_click_audited() -> list[str] | None:
+        trail = [e for e in await store.audit_trail(run_id) if e.action == "decide"]
+        return [e.outcome for e in trail] if len(trail) >= 21 else None
+
+    outcomes = await eventually(every_click_audited, timeout=10, what="every click's audit event")
+    assert sorted(outcomes) == ["counted"] + ["lost"] * 19 + ["won"]
     claims = sum(r.log().count("event=run_claimed") for r in (a, b))
     assert claims == 1, cluster.logs()
     assert_clean(a, b)
