@@ -1,0 +1,305 @@
+"""LangChain v1's HumanInTheLoopMiddleware interrupts, decided in Slack through sayso's API.
+
+    agent = create_agent(
+        model,
+        tools=[scale],
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={"scale": True})],
+        checkpointer=checkpointer,
+    )
+    config = {"configurable": {"thread_id": "deploy-42"}}
+    state = await run_with_approvals(agent, {"messages": [...]}, config, client, channel="C123")
+
+Each action of an interrupt's `HITLRequest` becomes an ordinary approval request, keyed by
+the interrupt id and the action's position: a driver that restarts and resolves the same
+thread again finds the same card and the same decision, and the thread is resumed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from langchain.agents.middleware.human_in_the_loop import (
+    ActionRequest,
+    ApproveDecision,
+    Decision,
+    EditDecision,
+    HITLRequest,
+    HITLResponse,
+    RejectDecision,
+    ReviewConfig,
+    ToolApprovalRequest,
+)
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.prebuilt import ToolNode
+from langgraph.pregel import Pregel
+from langgraph.types import Command, Interrupt, StateSnapshot
+
+from bot.client import ApprovalExpired, ApprovalRejected, AsyncSaysoClient, outcome
+from bot.client import Decision as SaysoDecision
+
+NO_DECISION = "Nobody decided in time; the tool call was not run."
+SAYSO_DECISIONS = ("approve", "edit", "reject")
+"""The middleware's decisions a card can offer ("respond" has no button)."""
+
+
+def idempotency_key(interrupt: Interrupt, index: int) -> str:
+    """The key of an interrupt's `index`-th action. Interrupt ids are kept in the thread's
+    checkpoint, so the same pending action always maps to the same request."""
+    return f"langgraph:{interrupt.id}:{index}"
+
+
+def tool_schemas(graph: Pregel) -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each tool's arguments, as the model sees them (it lets an approver
+    Edit, validated against it), from the graph's tool nodes."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for node in graph.nodes.values():
+        if isinstance(node.bound, ToolNode):
+            for name, tool in node.bound.tools_by_name.items():
+                schemas[name] = _arguments_schema(tool)
+    return schemas
+
+
+def _arguments_schema(tool: BaseTool) -> dict[str, Any]:
+    parameters = convert_to_openai_tool(tool)["function"].get("parameters") or {}
+    return {"type": "object", "properties": {}, **parameters}
+
+
+def actions_of(interrupt: Interrupt) -> list[tuple[ActionRequest, ReviewConfig]]:
+    """The actions awaiting review in a HumanInTheLoopMiddleware interrupt, each with its
+    review config: the batched `HITLRequest`, or a per-call `ToolApprovalRequest`."""
+    value = interrupt.value
+    if isinstance(value, Mapping) and value.get("type") == "tool_approval":
+        call = cast(ToolApprovalRequest, value)
+        action = ActionRequest(name=call["name"], args=call["args"])
+        if call.get("description"):
+            action["description"] = call["description"]
+        allowed = _per_call_decisions(interrupt.response_schema)
+        return [(action, ReviewConfig(action_name=call["name"], allowed_decisions=allowed))]
+    if isinstance(value, Mapping) and "action_requests" in value:
+        request = cast(HITLRequest, value)
+        configs = {c["action_name"]: c for c in request.get("review_configs", [])}
+        pairs = []
+        for action in request["action_requests"]:
+            config = configs.get(action["name"])
+            if config is None:
+                raise ValueError(f"interrupt {interrupt.id}: no review config for {action['name']}")
+            pairs.append((action, config))
+        return pairs
+    raise TypeError(
+        f"interrupt {interrupt.id} is not HumanInTheLoopMiddleware's (value: {value!r:.200})"
+    )
+
+
+def _per_call_decisions(response_schema: Any) -> list[Any]:
+    """The decision types a per-call interrupt's `response_schema` (JSON Schema) accepts."""
+    if not isinstance(response_schema, Mapping):
+        return list(SAYSO_DECISIONS)
+    mapping = (response_schema.get("discriminator") or {}).get("mapping")
+    if isinstance(mapping, Mapping):
+        return list(mapping)
+    kind = (response_schema.get("properties") or {}).get("type") or {}
+    return [kind["const"]] if "const" in kind else list(SAYSO_DECISIONS)
+
+
+def _card_decisions(config: ReviewConfig) -> list[str]:
+    allowed: list[str] = [d for d in config["allowed_decisions"] if d in SAYSO_DECISIONS]
+    if not allowed:
+        raise ValueError(
+            f"{config['action_name']}: none of {config['allowed_decisions']} can be decided "
+            f"on a card (sayso offers {', '.join(SAYSO_DECISIONS)})"
+        )
+    return allowed
+
+
+def title_of(action: ActionRequest) -> str:
+    """The card's title: the first line of the action's description (the middleware's
+    `description_prefix` or the review's own description; the card shows the arguments
+    itself), else "Run <tool>"."""
+    lines = [line.strip() for line in action.get("description", "").splitlines()]
+    first = next((line for line in lines if line), "")
+    return first[:2000] or f"Run {action['name']}"
+
+
+async def ask(
+    interrupt: Interrupt,
+    index: int,
+    action: ActionRequest,
+    config: ReviewConfig,
+    client: AsyncSaysoClient,
+    schema: dict[str, Any] | None,
+    **fields: Any,
+) -> str:
+    """The action's approval request (the same one again for the same action): its id."""
+    created = await client.create(
+        kind="approval",
+        title=title_of(action),
+        tool=action["name"],
+        arguments=dict(action["args"]),
+        schema=config.get("args_schema") or schema,
+        allowed_decisions=_card_decisions(config),
+        idempotency_key=idempotency_key(interrupt, index),
+        **fields,
+    )
+    return created.id
+
+
+def decision_of(
+    action: ActionRequest,
+    config: ReviewConfig,
+    settled: SaysoDecision | ApprovalRejected | ApprovalExpired,
+) -> Decision:
+    """The middleware's decision for a settled request: approve, edit (the approver changed
+    the arguments) or reject (with the approver's reason). A request nobody decided is a
+    rejection saying so, or ApprovalExpired where the action cannot be rejected."""
+    if isinstance(settled, ApprovalRejected):
+        reject = RejectDecision(type="reject")
+        if settled.reason:
+            reject["message"] = settled.reason
+        return reject
+    if isinstance(settled, ApprovalExpired):
+        if "reject" not in config["allowed_decisions"]:
+            raise settled
+        return RejectDecision(type="reject", message=NO_DECISION)
+    args = settled.arguments
+    if args is not None and args != action["args"] and "edit" in config["allowed_decisions"]:
+        return EditDecision(type="edit", edited_action={"name": action["name"], "args": args})
+    return ApproveDecision(type="approve")
+
+
+async def _decide(
+    action: ActionRequest,
+    config: ReviewConfig,
+    client: AsyncSaysoClient,
+    request_id: str,
+    within: float,
+) -> Decision:
+    settled: SaysoDecision | ApprovalRejected | ApprovalExpired
+    try:
+        settled = outcome(await client.wait(request_id, within))
+    except (ApprovalRejected, ApprovalExpired) as error:
+        settled = error
+    return decision_of(action, config, settled)
+
+
+async def answer(
+    graph: Pregel,
+    interrupts: Sequence[Interrupt],
+    client: AsyncSaysoClient,
+    *,
+    timeout: float = 3600,  # noqa: ASYNC109
+    **fields: Any,
+) -> dict[str, HITLResponse | Decision]:
+    """Ask for every pending action (one card each, in order) and wait for all the decisions:
+    the resume value for `Command(resume=...)`, keyed by interrupt id. A batched interrupt
+    gets a `HITLResponse` (its decisions in the order of its actions), a per-call one its
+    single decision."""
+    schemas = tool_schemas(graph)
+    asked: list[tuple[Interrupt, ActionRequest, ReviewConfig, str]] = []
+    for interrupt in interrupts:
+        for index, (action, config) in enumerate(actions_of(interrupt)):
+            schema = schemas.get(action["name"])
+            rid = await ask(interrupt, index, action, config, client, schema, **fields)
+            asked.append((interrupt, action, config, rid))
+    decisions = await asyncio.gather(
+        *(_decide(action, config, client, rid, timeout) for _, action, config, rid in asked)
+    )
+    resume: dict[str, HITLResponse | Decision] = {}
+    for interrupt in interrupts:
+        mine = [d for (i, *_), d in zip(asked, decisions, strict=True) if i.id == interrupt.id]
+        if isinstance(interrupt.value, Mapping) and interrupt.value.get("type") == "tool_approval":
+            resume[interrupt.id] = mine[0]
+        else:
+            resume[interrupt.id] = HITLResponse(decisions=mine)
+    return resume
+
+
+class _Thread:
+    """One thread of a graph, through the async API, or through the sync one on a worker
+    thread when the checkpointer has no async methods (e.g. SqliteSaver)."""
+
+    def __init__(self, graph: Pregel, config: RunnableConfig) -> None:
+        self.graph = graph
+        self.config = config
+        self.sync: bool | None = None
+
+    async def _is_sync(self) -> bool:
+        if self.sync is None:
+            saver = self.graph.checkpointer
+            self.sync = False
+            if isinstance(saver, BaseCheckpointSaver):
+                try:
+                    await saver.aget_tuple(self.config)
+                except NotImplementedError:
+                    self.sync = True
+        return self.sync
+
+    async def state(self) -> StateSnapshot:
+        if await self._is_sync():
+            return await asyncio.to_thread(self.graph.get_state, self.config)
+        return await self.graph.aget_state(self.config)
+
+    async def invoke(self, value: Any) -> None:
+        if await self._is_sync():
+            await asyncio.to_thread(self.graph.invoke, value, self.config)
+        else:
+            await self.graph.ainvoke(value, self.config)
+
+
+async def resolve(
+    graph: Pregel,
+    config: RunnableConfig,
+    client: AsyncSaysoClient,
+    *,
+    channel: str | None = None,
+    approvers: list[str] | None = None,
+    min_approvals: int | None = None,
+    timeout: float = 3600,  # noqa: ASYNC109
+) -> dict[str, Any]:
+    """Continue the thread of `config` until no interrupt is pending; return its final state
+    values. Each pending HumanInTheLoopMiddleware action becomes a card; the decisions
+    resume the thread with `Command(resume=...)`. Safe to call again after a crash: the same
+    interrupt maps to the same request and its decision, and a thread resumed already has
+    nothing pending."""
+    thread = _Thread(graph, config)
+    fields = {"channel": channel, "approvers": approvers, "min_approvals": min_approvals}
+    while True:
+        snapshot = await thread.state()
+        if snapshot.interrupts:
+            resume = await answer(graph, snapshot.interrupts, client, timeout=timeout, **fields)
+            await thread.invoke(Command(resume=resume))
+        elif snapshot.next:  # stopped between steps (a crash): carry on from the checkpoint
+            await thread.invoke(None)
+        else:
+            return dict(snapshot.values)
+
+
+async def run_with_approvals(
+    graph: Pregel,
+    input: Any,
+    config: RunnableConfig,
+    client: AsyncSaysoClient,
+    **kw: Any,
+) -> dict[str, Any]:
+    """Run the graph on `input` in the thread of `config`, then `resolve` it (`kw` goes
+    there). A thread with work pending (a driver restarted before it finished) is resolved
+    without sending `input` again."""
+    thread = _Thread(graph, config)
+    if not (await thread.state()).next:
+        await thread.invoke(input)
+    return await resolve(graph, config, client, **kw)
+
+
+__all__ = [
+    "actions_of",
+    "answer",
+    "decision_of",
+    "idempotency_key",
+    "resolve",
+    "run_with_approvals",
+    "tool_schemas",
+]
