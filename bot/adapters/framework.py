@@ -308,6 +308,8 @@ class FrameworkAgent(Agent):
         r = result.run
         r.step += 1
         r.context[FRAMEWORK_STATE_KEY] = step.state
+        if r.turn is not None:
+            r.messages.extend(_transcript(r.turn))
         if isinstance(step, Finished):
             r.messages.append(Message(role="assistant", content=step.output))
             r.status, r.turn, r.pause = "completed", None, None
@@ -370,6 +372,7 @@ class FrameworkAgent(Agent):
             if d.type == "reject":
                 reason = d.reason or DEFAULT_REJECT_REASON
                 out.append(CallDecision(tc.call.id, "reject", reason=reason))
+                tc.content = json.dumps({"error": reason})
                 tc.state, tc.finished_at = "finished", tc.finished_at or utcnow()
                 continue
             if p is None:  # decided before an interruption and not asked again: ran, not again
@@ -414,6 +417,22 @@ async def _emit(on_event: EventCallback | None, type_: str, run_id: str, **kw: A
         await maybe_await(on_event(RunEvent(type=type_, run_id=run_id, **kw)))
     except Exception:  # a progress callback never breaks the run
         pass
+
+
+def _transcript(turn: Turn) -> list[Message]:
+    """A finished turn as messages: the calls and how each ended (the run's checklist and
+    history read them; the framework keeps its own)."""
+    calls = [tc.call for tc in turn.calls]
+    ended = [
+        Message(
+            role="tool",
+            tool_call_id=tc.call.id,
+            name=tc.call.name,
+            content=tc.content or json.dumps({"status": "done"}),
+        )
+        for tc in turn.calls
+    ]
+    return [Message(role="assistant", tool_calls=calls), *ended]
 
 
 def decisions_by_call(decisions: Iterable[CallDecision]) -> Mapping[str, CallDecision]:
