@@ -24,13 +24,16 @@ from langchain.agents.middleware.human_in_the_loop import (
     ActionRequest,
     ApproveDecision,
     Decision,
+    DecisionType,
     EditDecision,
     HITLRequest,
     HITLResponse,
+    HumanInTheLoopMiddleware,
     RejectDecision,
     ReviewConfig,
     ToolApprovalRequest,
 )
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -39,11 +42,26 @@ from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from bot.adapters.framework import (
+    CallDecision,
+    Finished,
+    FrameworkAgent,
+    FrameworkCall,
+    FrameworkTool,
+    Interrupted,
+    Step,
+    agent_id_of,
+    decisions_by_call,
+)
+from bot.adapters.langgraph_threads import export_thread, graph_on, import_thread, new_thread
+from bot.agent import Message
+from bot.agent.tools import render_output
+from bot.agent.vocabulary import ApprovalDecision
 from bot.client import ApprovalExpired, ApprovalRejected, AsyncSaysoClient, outcome
 from bot.client import Decision as SaysoDecision
 
 NO_DECISION = "Nobody decided in time; the tool call was not run."
-SAYSO_DECISIONS = ("approve", "edit", "reject")
+SAYSO_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject")
 """The middleware's decisions a card can offer ("respond" has no button)."""
 
 
@@ -208,14 +226,21 @@ async def answer(
     decisions = await asyncio.gather(
         *(_decide(action, config, client, rid, timeout) for _, action, config, rid in asked)
     )
-    resume: dict[str, HITLResponse | Decision] = {}
-    for interrupt in interrupts:
-        mine = [d for (i, *_), d in zip(asked, decisions, strict=True) if i.id == interrupt.id]
-        if isinstance(interrupt.value, Mapping) and interrupt.value.get("type") == "tool_approval":
-            resume[interrupt.id] = mine[0]
-        else:
-            resume[interrupt.id] = HITLResponse(decisions=mine)
-    return resume
+    return {
+        interrupt.id: response_to(
+            interrupt,
+            [d for (i, *_), d in zip(asked, decisions, strict=True) if i.id == interrupt.id],
+        )
+        for interrupt in interrupts
+    }
+
+
+def response_to(interrupt: Interrupt, decisions: list[Decision]) -> HITLResponse | Decision:
+    """An interrupt's resume value: a `HITLResponse` for a batched interrupt (its decisions in
+    the order of its actions), the single decision for a per-call one."""
+    if isinstance(interrupt.value, Mapping) and interrupt.value.get("type") == "tool_approval":
+        return decisions[0]
+    return HITLResponse(decisions=decisions)
 
 
 class _Thread:
@@ -294,8 +319,142 @@ async def run_with_approvals(
     return await resolve(graph, config, client, **kw)
 
 
+# -- run by /sayso ---------------------------------------------------------------------------
+
+
+def review_policies(graph: Pregel) -> dict[str, list[DecisionType]]:
+    """The decisions each gated tool allows, from the graph's HumanInTheLoopMiddleware (its
+    `after_model` node is the middleware's bound method)."""
+    policies: dict[str, list[DecisionType]] = {}
+    for node in graph.nodes.values():
+        middleware = getattr(getattr(node.bound, "func", None), "__self__", None)
+        if isinstance(middleware, HumanInTheLoopMiddleware):
+            for name, config in middleware.interrupt_on.items():
+                policies[name] = list(config["allowed_decisions"])
+    return policies
+
+
+def framework_tools(graph: Pregel) -> list[FrameworkTool]:
+    """The graph's tools as sayso shows them on cards: description, Edit form, decisions."""
+    policies = review_policies(graph)
+    tools = []
+    for node in graph.nodes.values():
+        if not isinstance(node.bound, ToolNode):
+            continue
+        for name, tool in node.bound.tools_by_name.items():
+            allowed = policies.get(name, list(SAYSO_DECISIONS))
+            decisions = _card_decisions(ReviewConfig(action_name=name, allowed_decisions=allowed))
+            tool_schema = _arguments_schema(tool)
+            shown = cast(list[ApprovalDecision], decisions)
+            tools.append(FrameworkTool(name, tool.description, tool_schema, shown))
+    return tools
+
+
+def call_id(interrupt: Interrupt, index: int) -> str:
+    """The sayso call id of an interrupt's `index`-th action."""
+    return f"{interrupt.id}:{index}"
+
+
+def middleware_decision(
+    action: ActionRequest, config: ReviewConfig, decided: CallDecision
+) -> Decision:
+    """A `/sayso` card's decision as the middleware's."""
+    if decided.type == "reject":
+        reject = RejectDecision(type="reject")
+        if decided.reason:
+            reject["message"] = decided.reason
+        return reject
+    args = decided.arguments
+    if decided.type == "edit" and args is not None and args != action["args"]:
+        if "edit" not in config["allowed_decisions"]:
+            raise ValueError(f"{action['name']}: the review config does not allow edits")
+        return EditDecision(type="edit", edited_action={"name": action["name"], "args": args})
+    return ApproveDecision(type="approve")
+
+
+def chat_input(conversation: list[Message]) -> dict[str, Any]:
+    """The thread's text turns (its last message is the request) as the graph's input."""
+    turns = [
+        {"role": m.role, "content": m.content}
+        for m in conversation
+        if m.role in ("user", "assistant") and m.content and not m.tool_calls
+    ]
+    return {"messages": turns}
+
+
+def output_text(values: dict[str, Any]) -> str:
+    """What the thread shows once the graph finished: its structured response, else its
+    last message's text, else its state as JSON."""
+    if values.get("structured_response") is not None:
+        return render_output(values["structured_response"])
+    messages = values.get("messages") or []
+    if messages and isinstance(messages[-1], BaseMessage):
+        return messages[-1].text
+    return render_output(values)
+
+
+class LangGraphAgent(FrameworkAgent):
+    """A LangGraph graph (e.g. LangChain's `create_agent`) run by `/sayso`: the actions of its
+    HumanInTheLoopMiddleware interrupts are the run's cards. Each run is a thread of its own,
+    whose latest checkpoint is saved with the run (the graph's own checkpointer is not used),
+    so a click on any replica resumes it. The graph's state takes `messages`."""
+
+    def __init__(self, graph: Pregel, id: str, **options: Any) -> None:
+        super().__init__(id, "langgraph", framework_tools(graph), **options)
+        self.graph = graph
+
+    async def start(self, conversation: list[Message], context: dict[str, Any]) -> Step:
+        saver, config = new_thread()
+        graph = graph_on(self.graph, saver)
+        await graph.ainvoke(chat_input(conversation), config)
+        return await self._step(graph, config, saver)
+
+    async def resume(
+        self, state: Any, decisions: list[CallDecision], context: dict[str, Any]
+    ) -> Step:
+        saver, config = import_thread(state)
+        graph = graph_on(self.graph, saver)
+        by_call = decisions_by_call(decisions)
+        resume: dict[str, HITLResponse | Decision] = {}
+        for interrupt in (await graph.aget_state(config)).interrupts:
+            mine = []
+            for index, (action, review) in enumerate(actions_of(interrupt)):
+                decided = by_call.get(call_id(interrupt, index))
+                if decided is None:
+                    raise ValueError(f"no decision for {action['name']} ({interrupt.id})")
+                mine.append(middleware_decision(action, review, decided))
+            resume[interrupt.id] = response_to(interrupt, mine)
+        if not resume:
+            raise ValueError("the thread has no interrupt to resume")
+        await graph.ainvoke(Command(resume=resume), config)
+        return await self._step(graph, config, saver)
+
+    async def _step(self, graph: Pregel, config: RunnableConfig, saver: Any) -> Step:
+        snapshot = await graph.aget_state(config)
+        saved = export_thread(saver, config)
+        if snapshot.interrupts:
+            calls = [
+                FrameworkCall(call_id(interrupt, index), action["name"], dict(action["args"]))
+                for interrupt in snapshot.interrupts
+                for index, (action, _) in enumerate(actions_of(interrupt))
+            ]
+            return Interrupted(calls, saved)
+        if snapshot.next:
+            raise ValueError(f"the graph stopped before {', '.join(snapshot.next)} unasked")
+        return Finished(output_text(dict(snapshot.values)), saved)
+
+
+def agent(obj: Pregel, id: str | None = None, **options: Any) -> LangGraphAgent:
+    """`obj` (a compiled graph) as a sayso agent, for SAYSO_AGENTS: `id` is the word after
+    `/sayso` (default: the graph's name); `options` are `FrameworkAgent`'s (approvers,
+    allowed_users, channels...)."""
+    return LangGraphAgent(obj, id or agent_id_of(obj.name, "langgraph"), **options)
+
+
 __all__ = [
+    "LangGraphAgent",
     "actions_of",
+    "agent",
     "answer",
     "decision_of",
     "idempotency_key",

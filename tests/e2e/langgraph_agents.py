@@ -14,7 +14,7 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain.agents.middleware.human_in_the_loop import InterruptMode
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import tool
@@ -27,8 +27,9 @@ ASKED = {"service": "api", "replicas": 2}
 
 class ScriptedChatModel(GenericFakeChatModel):
     """langchain_core's fake chat model, answering from the conversation rather than a list
-    (so a fresh process continues where the last one stopped): a call to `scale` with
-    ASKED, then, once a tool answered, "tool said: <its answer>"."""
+    (so a fresh process continues where the last one stopped): asked to scale, a call to
+    `scale` with ASKED, then, once the tool answered, "tool said: <its answer>"; asked
+    anything else, "you said: <it> (request <how many the conversation holds>)"."""
 
     messages: Any = iter(())
 
@@ -45,6 +46,9 @@ class ScriptedChatModel(GenericFakeChatModel):
         last = messages[-1]
         if isinstance(last, ToolMessage):
             reply = AIMessage(f"tool said: {str(last.content).rsplit(chr(10), 1)[-1]}")
+        elif "scale" not in str(last.content).lower():
+            asked = sum(isinstance(m, HumanMessage) for m in messages)
+            reply = AIMessage(f"you said: {last.content} (request {asked})")
         else:
             call = {"name": "scale", "args": dict(ASKED), "id": "call-1", "type": "tool_call"}
             reply = AIMessage("", tool_calls=[call])
@@ -59,11 +63,12 @@ def runs(path: Path) -> list[dict[str, Any]]:
 
 
 def scaling_agent(
-    checkpointer: BaseCheckpointSaver[Any],
+    checkpointer: BaseCheckpointSaver[Any] | None,
     runs_file: Path,
     *,
     allowed: list[Any] | None = None,
     mode: InterruptMode = "batched",
+    name: str | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """An agent whose model asks to scale `api` to 2 replicas, approved through the
     middleware (`allowed` decisions, all by default)."""
@@ -81,4 +86,5 @@ def scaling_agent(
         [scale],
         middleware=[HumanInTheLoopMiddleware(interrupt_on, interrupt_mode=mode)],
         checkpointer=checkpointer,
+        name=name,
     )
