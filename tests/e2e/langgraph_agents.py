@@ -22,16 +22,19 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import Field
 
-ASKED = {"service": "api", "replicas": 2}
+ASKED: dict[str, Any] = {"service": "api", "replicas": 2}
 
 
 class ScriptedChatModel(GenericFakeChatModel):
     """langchain_core's fake chat model, answering from the conversation rather than a list
     (so a fresh process continues where the last one stopped): asked to scale, a call to
-    `scale` with ASKED, then, once the tool answered, "tool said: <its answer>"; asked
-    anything else, "you said: <it> (request <how many the conversation holds>)"."""
+    `scale` with ASKED (its `replicas` changed by the field), then, once the tool answered,
+    "<said>: <its answer>"; asked anything else, "you said: <it> (request <how many the
+    conversation holds>)"."""
 
     messages: Any = iter(())
+    replicas: int = ASKED["replicas"]  # what the call asks for
+    said: str = "tool said"  # how the answer starts
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
         return self
@@ -45,12 +48,13 @@ class ScriptedChatModel(GenericFakeChatModel):
     ) -> ChatResult:
         last = messages[-1]
         if isinstance(last, ToolMessage):
-            reply = AIMessage(f"tool said: {str(last.content).rsplit(chr(10), 1)[-1]}")
+            reply = AIMessage(f"{self.said}: {str(last.content).rsplit(chr(10), 1)[-1]}")
         elif "scale" not in str(last.content).lower():
             asked = sum(isinstance(m, HumanMessage) for m in messages)
             reply = AIMessage(f"you said: {last.content} (request {asked})")
         else:
-            call = {"name": "scale", "args": dict(ASKED), "id": "call-1", "type": "tool_call"}
+            args = {**ASKED, "replicas": self.replicas}
+            call = {"name": "scale", "args": args, "id": "call-1", "type": "tool_call"}
             reply = AIMessage("", tool_calls=[call])
         return ChatResult(generations=[ChatGeneration(message=reply)])
 

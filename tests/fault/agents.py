@@ -59,7 +59,8 @@ def make_agents(
     """The `ops` agent with one approval tool, `deploy` (needing `min_approvals` people); its
     body sleeps `hang` s after recording its side effect (so a test can kill the process
     inside the body; with `escalate_after`, U_APPROVER is called in after that many s), and the
-    Pydantic AI `scaler` agent (tests/fault/framework_agents.py), which hangs the same way."""
+    Pydantic AI `scaler` and LangGraph `lgscaler` agents (tests/fault/framework_agents.py),
+    which hang the same way."""
 
     @tool(
         require_approval=True,
@@ -89,7 +90,10 @@ def make_agents(
 
     model = OpenAIChatModel("fake", base_url=model_url, api_key="test-key")
     settings = ModelSettings(timeout=10, max_retries=1, backoff_base=0.01, backoff_max=0.05)
-    from tests.fault.framework_agents import scaler_agent  # it imports `record` from here
+    from tests.fault.framework_agents import (  # it imports `record` from here
+        langgraph_scaler_agent,
+        scaler_agent,
+    )
 
     return [
         Agent(
@@ -100,4 +104,5 @@ def make_agents(
             model_settings=settings,
         ),
         scaler_agent(effects_path, hang),
+        langgraph_scaler_agent(effects_path, hang),
     ]

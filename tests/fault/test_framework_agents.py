@@ -1,7 +1,7 @@
-"""A Pydantic AI agent run by `/sayso` across processes on PostgreSQL: its card, posted by a
-process killed afterwards, is continued by another (no second card, the tool runs once); a
-process killed inside the framework's tool body leaves the call asked about again, marked
-interrupted, never re-run by itself."""
+"""A Pydantic AI agent and a LangGraph agent run by `/sayso` across processes on PostgreSQL:
+a card, posted by a process killed afterwards, is continued by another (no second card, the
+tool runs once); a process killed inside the framework's tool body leaves the call asked about
+again, marked interrupted, never re-run by itself."""
 
 from __future__ import annotations
 
@@ -21,17 +21,18 @@ from tests.helpers.waiting import eventually
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 LEASE = 2.0
+AGENTS = pytest.mark.parametrize("agent_id", ["scaler", "lgscaler"])  # Pydantic AI, LangGraph
 
 
 def thread(sb: SlackSandbox) -> list[dict[str, Any]]:
     return sb.thread("C_GENERAL", sb.messages("C_GENERAL")[0]["ts"])
 
 
-async def start_scaling(cluster: Cluster, url: str) -> dict[str, Any]:
-    """`/sayso scaler scale api to 3`; returns its card once the card's ts is saved (a process
+async def start_scaling(cluster: Cluster, url: str, agent_id: str) -> dict[str, Any]:
+    """`/sayso <agent_id> scale api to 3`; returns its card once the card's ts is saved (a process
     killed between posting a card and saving where it is leaves a card nobody updates)."""
     cluster.sandbox.bot_url = url
-    delivery = await cluster.sandbox.slash_command("U_REQUESTER", "scaler scale api to 3")
+    delivery = await cluster.sandbox.slash_command("U_REQUESTER", f"{agent_id} scale api to 3")
     assert delivery.ok, delivery.summary()
     await cluster.sandbox.wait_for(lambda sb: cards(sb), timeout=20)
     store = Store(cluster.db_url, replica_id="observer")
@@ -48,10 +49,13 @@ async def start_scaling(cluster: Cluster, url: str) -> dict[str, Any]:
     return cards(cluster.sandbox)[0]
 
 
-async def test_a_card_of_a_killed_process_is_continued_by_another_once(cluster: Cluster) -> None:
+@AGENTS
+async def test_a_card_of_a_killed_process_is_continued_by_another_once(
+    cluster: Cluster, agent_id: str
+) -> None:
     sb = cluster.sandbox
     first = await cluster.start("replica-a", lease_seconds=LEASE)
-    card = await start_scaling(cluster, first.url)
+    card = await start_scaling(cluster, first.url, agent_id)
     before = thread(sb)
     first.kill()
     second = await cluster.start("replica-b", lease_seconds=LEASE)
@@ -73,15 +77,16 @@ async def test_a_card_of_a_killed_process_is_continued_by_another_once(cluster: 
     assert_clean(second)
 
 
+@AGENTS
 async def test_sigkill_inside_the_frameworks_tool_body_asks_again_never_reruns(
-    cluster: Cluster,
+    cluster: Cluster, agent_id: str
 ) -> None:
     sb = cluster.sandbox
     front, first = await asyncio.gather(
         cluster.start("front", role="front", lease_seconds=LEASE, sweep_interval=0.3),
         cluster.start("worker-1", role="worker", hang=120, lease_seconds=LEASE),
     )
-    card = await start_scaling(cluster, front.url)
+    card = await start_scaling(cluster, front.url, agent_id)
     delivery = await sb.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     assert delivery.ok, delivery.summary()
     await sb.wait_for(lambda _: executions(cluster.effects), timeout=20)
