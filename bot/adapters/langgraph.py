@@ -289,7 +289,7 @@ async def resolve(
     values. Each pending HumanInTheLoopMiddleware action becomes a card; the decisions
     resume the thread with `Command(resume=...)`. Safe to call again after a crash: the same
     interrupt maps to the same request and its decision, and a thread resumed already has
-    nothing pending."""
+    nothing pending. A thread stopped at a static breakpoint raises ValueError."""
     thread = _Thread(graph, config)
     fields = {"channel": channel, "approvers": approvers, "min_approvals": min_approvals}
     while True:
@@ -297,6 +297,11 @@ async def resolve(
         if snapshot.interrupts:
             resume = await answer(graph, snapshot.interrupts, client, timeout=timeout, **fields)
             await thread.invoke(Command(resume=resume))
+        elif snapshot.next and (graph.interrupt_before_nodes or graph.interrupt_after_nodes):
+            raise ValueError(
+                f"the thread stopped before {', '.join(snapshot.next)} with no interrupt to "
+                "answer: a breakpoint (interrupt_before/after) is not sayso's to pass"
+            )
         elif snapshot.next:  # stopped between steps (a crash): carry on from the checkpoint
             await thread.invoke(None)
         else:

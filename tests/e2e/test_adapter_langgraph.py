@@ -318,3 +318,25 @@ async def test_the_docs_example_runs(
     await asyncio.wait_for(running, 20)
     assert "tool said: api now runs 2 replicas" in capsys.readouterr().out
     assert (tmp_path / "agent-threads.db").exists()
+
+
+async def test_a_breakpoint_is_not_passed(
+    harness: Harness, saver: AsyncSqliteSaver, tmp_path: Path
+) -> None:
+    """A static breakpoint is the graph owner's gate, not an approval: once the middleware's
+    action is approved, resolve stops at the breakpoint before the tool, with an error."""
+    h = harness
+    token, _ = await make_key(h)
+    client = AsyncSaysoClient(h.url, token)
+    ran = tmp_path / "runs"
+    graph = scaling_agent(None, ran)
+    gated = graph.copy(update={"checkpointer": saver, "interrupt_before_nodes": ["tools"]})
+    running = asyncio.create_task(
+        run_with_approvals(gated, PROMPT, thread("t1"), client, channel="C_GENERAL")
+    )
+    card = await one_card(h)
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
+    with pytest.raises(ValueError, match="breakpoint"):
+        await asyncio.wait_for(running, 20)
+    assert runs(ran) == []
+    assert (await gated.aget_state(thread("t1"))).next == ("tools",)
