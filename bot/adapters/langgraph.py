@@ -17,6 +17,7 @@ thread again finds the same card and the same decision, and the thread is resume
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -269,10 +270,23 @@ class _Thread:
         return await self.graph.aget_state(self.config)
 
     async def invoke(self, value: Any) -> None:
+        """Run the graph, each step's checkpoint saved before the next step starts (so a
+        thread whose driver died shows the step it died in)."""
         if await self._is_sync():
-            await asyncio.to_thread(self.graph.invoke, value, self.config)
+            run = functools.partial(self.graph.invoke, durability="sync")
+            await asyncio.to_thread(run, value, self.config)
         else:
-            await self.graph.ainvoke(value, self.config)
+            await self.graph.ainvoke(value, self.config, durability="sync")
+
+
+class ToolsMayHaveRun(RuntimeError):
+    """The thread stopped while its tools ran (the driver died): they may have run, so sayso
+    does not run them again. Continue the thread yourself (`graph.ainvoke(None, config)`)
+    if running them twice is harmless."""
+
+
+def _tool_nodes(graph: Pregel, names: Sequence[str]) -> list[str]:
+    return [n for n in names if n in graph.nodes and isinstance(graph.nodes[n].bound, ToolNode)]
 
 
 async def resolve(
@@ -289,7 +303,9 @@ async def resolve(
     values. Each pending HumanInTheLoopMiddleware action becomes a card; the decisions
     resume the thread with `Command(resume=...)`. Safe to call again after a crash: the same
     interrupt maps to the same request and its decision, and a thread resumed already has
-    nothing pending. A thread stopped at a static breakpoint raises ValueError."""
+    nothing pending. A thread stopped at a static breakpoint raises ValueError; one stopped
+    while its tools ran (the driver died in them) raises ToolsMayHaveRun, never runs them
+    again."""
     thread = _Thread(graph, config)
     fields = {"channel": channel, "approvers": approvers, "min_approvals": min_approvals}
     while True:
@@ -302,7 +318,13 @@ async def resolve(
                 f"the thread stopped before {', '.join(snapshot.next)} with no interrupt to "
                 "answer: a breakpoint (interrupt_before/after) is not sayso's to pass"
             )
-        elif snapshot.next:  # stopped between steps (a crash): carry on from the checkpoint
+        elif running := _tool_nodes(graph, snapshot.next):
+            raise ToolsMayHaveRun(
+                f"thread {config['configurable'].get('thread_id')} stopped while "
+                f"{', '.join(running)} ran (its driver died?): its tool calls may have run, "
+                "so they are not run again"
+            )
+        elif snapshot.next:  # stopped between other steps (a crash): carry on from there
             await thread.invoke(None)
         else:
             return dict(snapshot.values)
@@ -458,6 +480,7 @@ def agent(obj: Pregel, id: str | None = None, **options: Any) -> LangGraphAgent:
 
 __all__ = [
     "LangGraphAgent",
+    "ToolsMayHaveRun",
     "actions_of",
     "agent",
     "answer",

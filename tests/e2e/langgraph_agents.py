@@ -5,6 +5,7 @@ HumanInTheLoopMiddleware on a scripted fake chat model, its tool runs counted in
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -73,15 +74,19 @@ def scaling_agent(
     allowed: list[Any] | None = None,
     mode: InterruptMode = "batched",
     name: str | None = None,
+    hang: float = 0.0,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """An agent whose model asks to scale `api` to 2 replicas, approved through the
-    middleware (`allowed` decisions, all by default)."""
+    middleware (`allowed` decisions, all by default); its tool records each run, then sleeps
+    `hang` s (so a test can kill the process inside it)."""
 
     @tool
     def scale(service: str, replicas: Annotated[int, Field(ge=1, le=10)] = 1) -> str:
         """Scale a service."""
         with runs_file.open("a") as out:
             out.write(json.dumps({"service": service, "replicas": replicas}) + "\n")
+        if hang:
+            time.sleep(hang)  # a body that takes time: a test kills the process in it
         return f"{service} x{replicas}"
 
     interrupt_on: dict[str, Any] = {"scale": {"allowed_decisions": allowed} if allowed else True}

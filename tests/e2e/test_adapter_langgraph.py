@@ -155,12 +155,13 @@ class Driver:
     """tests/e2e/langgraph_driver.py in its own process (any still running at the end of the
     test is killed)."""
 
-    def __init__(self, h: Harness, token: str, tmp_path: Path) -> None:
+    def __init__(self, h: Harness, token: str, tmp_path: Path, hang: float = 0) -> None:
         self.env = {
             **os.environ,
             "PYTHONPATH": str(ROOT),
             "SAYSO_URL": h.url,
             "SAYSO_KEY": token,
+            "HANG": str(hang),
         }
         self.args = [str(tmp_path / "checkpoints.db"), str(tmp_path / "runs"), "deploy-42"]
         self.processes: list[asyncio.subprocess.Process] = []
@@ -191,7 +192,7 @@ async def finished(process: asyncio.subprocess.Process) -> str:
     try:
         out, err = await asyncio.wait_for(process.communicate(), 60)
     except TimeoutError:
-        raise AssertionError("the driver did not finish (waiting for a decision?)") from None
+        raise AssertionError("the driver did not finish in 60 s") from None
     assert process.returncode == 0, err.decode()[-3000:]
     return out.decode()
 
@@ -232,6 +233,29 @@ async def killed_and_replaced(h: Harness, driver: Driver, tmp_path: Path) -> Non
     assert "final: tool said: api x4" in output
     assert len(asked_cards(h)) == 1
     assert runs(tmp_path / "runs") == [{"service": "api", "replicas": 4}]
+
+
+@pytest.mark.slow
+async def test_a_driver_killed_inside_the_tool_is_never_rerun(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """Killed while the approved tool runs: the next driver stops with ToolsMayHaveRun rather
+    than run it again (nor ask again: the decision was applied)."""
+    h = harness
+    token, _ = await make_key(h)
+    driver = Driver(h, token, tmp_path, hang=120)
+    try:
+        first = await driver.start("run")
+        card = (await h.sandbox.wait_for(lambda sb: cards(h) or None, timeout=60))[0]
+        await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
+        await eventually(lambda: runs(tmp_path / "runs"), timeout=20, what="the tool to run")
+        first.kill()
+        await first.wait()
+        output = await finished(await driver.start("resolve"))
+        assert "stopped:" in output and "may have run" in output
+        assert runs(tmp_path / "runs") == [ASKED] and len(asked_cards(h)) == 1
+    finally:
+        await driver.kill_all()
 
 
 def asked_cards(h: Harness) -> list[dict[str, Any]]:
