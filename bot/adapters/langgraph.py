@@ -305,7 +305,9 @@ async def resolve(
     interrupt maps to the same request and its decision, and a thread resumed already has
     nothing pending. A thread stopped at a static breakpoint raises ValueError; one stopped
     while its tools ran (the driver died in them) raises ToolsMayHaveRun, never runs them
-    again."""
+    again. (Per-call interrupts are reviewed inside the tools step: LangGraph keeps no trace
+    of their unfinished resume, so a driver killed in such a tool applies the decision
+    again.)"""
     thread = _Thread(graph, config)
     fields = {"channel": channel, "approvers": approvers, "min_approvals": min_approvals}
     while True:
