@@ -1,0 +1,231 @@
+"""The OpenAI Agents SDK's tool approvals, decided in Slack through sayso's approval API.
+
+    @function_tool(needs_approval=True)
+    def deploy(env: str) -> str: ...
+
+    agent = Agent(name="ops", tools=[deploy])
+    result = await run_with_approvals(agent, "Deploy to prod", client, channel="C123")
+
+Each interruption (a `ToolApprovalItem`) becomes an ordinary approval request with Approve and
+Reject (the SDK has no edit), keyed by its call id: a driver that restarts and asks again
+finds the same card and the same decision, never a second card. Every request keeps the
+`RunState` JSON of the run that asked (its `context`), so another process can continue the
+run from a request id alone: `await resume(agent, request_id, client)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agents import (
+    Agent,
+    FunctionTool,
+    RunConfig,
+    Runner,
+    RunResult,
+    RunResultStreaming,
+    RunState,
+    ToolApprovalItem,
+)
+
+from bot.client import ApprovalExpired, ApprovalRejected, AsyncSaysoClient, outcome
+
+NO_DECISION = "Nobody decided in time; the tool call was not run."
+REJECTED = "The tool call was rejected."
+SAVED = "openai_agents"
+"""The key, in a request's `context`, of what a fresh process needs to continue the run:
+`{"run_state": <RunState.to_json()>, "conversation": <id or null>}`."""
+
+AgentState = RunState[Any, Agent[Any]]
+Interrupted = RunResult | RunResultStreaming | AgentState
+
+
+def idempotency_key(item: ToolApprovalItem, conversation: str | None = None) -> str:
+    """The call's key: the same call always maps to the same request. Provider call ids are
+    unique; a test model may reuse them across runs, so a driver can scope the keys to one
+    conversation (an id it keeps with the run)."""
+    if not item.call_id:
+        raise ValueError(f"tool call {item.name!r} has no call id to key its approval by")
+    scope = f"{conversation}:" if conversation else ""
+    return f"openai-agents:{scope}{item.call_id}"
+
+
+def tool_schema(item: ToolApprovalItem) -> dict[str, Any] | None:
+    """The JSON Schema of the function tool's parameters (shown on the card), or None."""
+    for tool in getattr(item.agent, "tools", None) or []:
+        if isinstance(tool, FunctionTool) and tool.name == item.tool_name:
+            return dict(tool.params_json_schema)
+    return None
+
+
+def arguments_of(item: ToolApprovalItem) -> dict[str, Any]:
+    """The call's arguments as an object (`.arguments` is the model's JSON text)."""
+    raw = item.arguments
+    if not raw:
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return {"arguments": raw}
+    return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+
+
+def state_of(interrupted: Interrupted) -> AgentState:
+    """The run's RunState: `result.to_state()`, or the state itself."""
+    if isinstance(interrupted, RunState):
+        return interrupted
+    if isinstance(interrupted, RunResult | RunResultStreaming):
+        return interrupted.to_state()
+    raise TypeError(f"expected a RunResult or a RunState, got {type(interrupted).__name__}")
+
+
+async def ask(
+    item: ToolApprovalItem,
+    client: AsyncSaysoClient,
+    saved: Mapping[str, Any],
+    conversation: str | None = None,
+    **fields: Any,
+) -> str:
+    """The call's approval request (the same one again for the same call): its id. `saved`
+    is the run's `context` entry (see SAVED)."""
+    name = item.name or "tool"
+    schema = tool_schema(item)
+    if schema is not None:
+        schema.pop("title", None)
+    created = await client.create(
+        kind="approval",
+        title=f"Run {name}",
+        tool=name,
+        arguments=arguments_of(item),
+        schema=schema,
+        allowed_decisions=["approve", "reject"],
+        idempotency_key=idempotency_key(item, conversation),
+        context={"agent": item.agent.name, SAVED: dict(saved)},
+        **fields,
+    )
+    return created.id
+
+
+async def decision_for(client: AsyncSaysoClient, request_id: str, within: float) -> str | None:
+    """Wait for the request's decision: None when approved, else the rejection message the
+    model will see."""
+    try:
+        outcome(await client.wait(request_id, within))
+    except ApprovalRejected as rejected:
+        return rejected.reason or REJECTED
+    except ApprovalExpired:
+        return NO_DECISION
+    return None
+
+
+async def resolve(
+    interrupted: Interrupted,
+    client: AsyncSaysoClient,
+    *,
+    channel: str | None = None,
+    approvers: list[str] | None = None,
+    min_approvals: int | None = None,
+    timeout: float = 3600,  # noqa: ASYNC109
+    conversation: str | None = None,
+    on_asked: Callable[[list[str]], object] | None = None,
+) -> AgentState:
+    """Ask for every pending tool call (one card each, in the order the model called), wait
+    for all the decisions and apply them: the RunState for `Runner.run(agent, state)`.
+
+    `conversation` scopes the calls' idempotency keys (see `idempotency_key`); `on_asked`
+    gets the request ids once they all exist (a driver may log them: `resume` continues
+    from any of them in another process)."""
+    state = state_of(interrupted)
+    items = state.get_interruptions()
+    saved = {"run_state": state.to_json(), "conversation": conversation}
+    fields = {"channel": channel, "approvers": approvers, "min_approvals": min_approvals}
+    ids = [await ask(item, client, saved, conversation, **fields) for item in items]
+    if on_asked is not None:
+        on_asked(ids)
+    rejections = await asyncio.gather(*(decision_for(client, rid, within=timeout) for rid in ids))
+    for item, rejection in zip(items, rejections, strict=True):
+        if rejection is None:
+            state.approve(item)
+        else:
+            state.reject(item, rejection_message=rejection)
+    return state
+
+
+async def _continue(
+    agent: Agent[Any],
+    result: RunResult,
+    client: AsyncSaysoClient,
+    run_config: RunConfig | None,
+    kw: dict[str, Any],
+) -> RunResult:
+    while result.interruptions:
+        state = await resolve(result, client, **kw)
+        result = await Runner.run(agent, state, run_config=run_config)
+    return result
+
+
+async def run_with_approvals(
+    agent: Agent[Any],
+    input: str | list[Any],
+    client: AsyncSaysoClient,
+    *,
+    context: Any = None,
+    run_config: RunConfig | None = None,
+    **kw: Any,
+) -> RunResult:
+    """`Runner.run(agent, input)`, resolving tool approvals in Slack until no interruption is
+    pending; `kw` goes to resolve()."""
+    result = await Runner.run(agent, input, context=context, run_config=run_config)
+    return await _continue(agent, result, client, run_config, kw)
+
+
+async def saved_state(
+    agent: Agent[Any], saved: str | Mapping[str, Any], client: AsyncSaysoClient
+) -> tuple[AgentState, str | None]:
+    """The RunState (and conversation) a request keeps, from its id; or from RunState JSON
+    (`to_string()` text or a `to_json()` dict) a driver kept itself."""
+    if isinstance(saved, Mapping):
+        return await RunState.from_json(agent, dict(saved)), None
+    if saved.lstrip().startswith("{"):
+        return await RunState.from_string(agent, saved), None
+    request = await client.get(saved)
+    kept = (request.context or {}).get(SAVED)
+    if not isinstance(kept, dict) or not isinstance(kept.get("run_state"), dict):
+        raise ValueError(f"request {saved} keeps no OpenAI Agents run state")
+    conversation = kept.get("conversation")
+    state = await RunState.from_json(agent, kept["run_state"])
+    return state, conversation if isinstance(conversation, str) else None
+
+
+async def resume(
+    agent: Agent[Any],
+    saved: str | Mapping[str, Any],
+    client: AsyncSaysoClient,
+    *,
+    run_config: RunConfig | None = None,
+    **kw: Any,
+) -> RunResult:
+    """Continue, in any process, a run whose tool calls were put to approval: `saved` is one
+    of its request ids (the request keeps the RunState and the conversation id) or RunState
+    JSON. The same calls find the same requests (no second card) and their decisions; then
+    the run goes on as run_with_approvals does. Continue a run once: its tools run again if
+    the same state is continued twice."""
+    state, conversation = await saved_state(agent, saved, client)
+    if conversation is not None:
+        kw.setdefault("conversation", conversation)
+    state = await resolve(state, client, **kw)
+    result = await Runner.run(agent, state, run_config=run_config)
+    return await _continue(agent, result, client, run_config, kw)
+
+
+__all__ = [
+    "idempotency_key",
+    "resolve",
+    "resume",
+    "run_with_approvals",
+    "saved_state",
+    "tool_schema",
+]
