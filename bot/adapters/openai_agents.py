@@ -103,7 +103,7 @@ async def ask(
         schema=schema,
         allowed_decisions=["approve", "reject"],
         idempotency_key=idempotency_key(item, conversation),
-        context={"agent": item.agent.name, SAVED: dict(saved)},
+        context={SAVED: dict(saved)},  # not a string: kept off the card
         **fields,
     )
     return created.id
