@@ -10,6 +10,9 @@
 Each call awaiting approval becomes an ordinary approval request, keyed by its tool call id:
 a driver that restarts and resolves the same requests again finds the same card and the same
 decision, never a second card.
+
+`agent(obj, id=...)` lets `/sayso` run the Pydantic AI agent itself: its message history is
+saved with the run, so a click on any replica continues it (see `bot.adapters.framework`).
 """
 
 from __future__ import annotations
@@ -24,10 +27,30 @@ from pydantic_ai import (
     ToolApproved,
     ToolDenied,
 )
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
+from bot.adapters.framework import (
+    CallDecision,
+    Finished,
+    FrameworkAgent,
+    FrameworkCall,
+    FrameworkTool,
+    Interrupted,
+    Step,
+    agent_id_of,
+)
+from bot.agent import Message
+from bot.agent.tools import render_output
 from bot.client import ApprovalExpired, ApprovalRejected, AsyncSaysoClient, outcome
 
 NO_DECISION = "Nobody decided in time; the tool call was not run."
@@ -41,17 +64,24 @@ def idempotency_key(call: ToolCallPart, conversation: str | None = None) -> str:
     return f"pydantic-ai:{scope}{call.tool_call_id}"
 
 
-def tool_schema(agent: Agent[Any, Any], tool_name: str) -> dict[str, Any] | None:
-    """The JSON Schema of a function tool's parameters (it lets an approver Edit), or None."""
-    found: list[dict[str, Any]] = []
+def function_tools(agent: Agent[Any, Any]) -> list[FrameworkTool]:
+    """The agent's function tools: names, descriptions and parameter schemas."""
+    found: list[FrameworkTool] = []
 
     def visit(toolset: AbstractToolset[Any]) -> None:
-        if isinstance(toolset, FunctionToolset) and tool_name in toolset.tools:
-            found.append(toolset.tools[tool_name].tool_def.parameters_json_schema)
+        if isinstance(toolset, FunctionToolset):
+            for name, t in toolset.tools.items():
+                d = t.tool_def
+                found.append(FrameworkTool(name, d.description or "", d.parameters_json_schema))
 
     for toolset in agent.toolsets:
         toolset.apply(visit)
-    return found[0] if found else None
+    return found
+
+
+def tool_schema(agent: Agent[Any, Any], tool_name: str) -> dict[str, Any] | None:
+    """The JSON Schema of a function tool's parameters (it lets an approver Edit), or None."""
+    return next((t.schema for t in function_tools(agent) if t.name == tool_name), None)
 
 
 async def ask(
@@ -149,4 +179,63 @@ async def run_with_approvals(
     return result
 
 
-__all__ = ["resolve", "run_with_approvals", "tool_schema"]
+class PydanticAIAgent(FrameworkAgent):
+    """A Pydantic AI agent run by `/sayso`: its deferred approvals are the run's cards."""
+
+    def __init__(self, agent: Agent[Any, Any], id: str, **options: Any) -> None:
+        super().__init__(id, "pydantic-ai", function_tools(agent), **options)
+        self.agent = agent
+
+    async def start(self, conversation: list[Message], context: dict[str, Any]) -> Step:
+        *earlier, request = conversation
+        result = await self.agent.run(request.content or "", message_history=history(earlier))
+        return step_of(result)
+
+    async def resume(
+        self, state: Any, decisions: list[CallDecision], context: dict[str, Any]
+    ) -> Step:
+        results = DeferredToolResults(approvals={d.call_id: approval(d) for d in decisions})
+        messages = ModelMessagesTypeAdapter.validate_python(state)
+        result = await self.agent.run(message_history=messages, deferred_tool_results=results)
+        return step_of(result)
+
+
+def history(messages: list[Message]) -> list[ModelMessage]:
+    """Earlier turns of the thread as Pydantic AI messages (their text, not their tools)."""
+    out: list[ModelMessage] = []
+    for m in messages:
+        if m.role == "user" and m.content:
+            out.append(ModelRequest(parts=[UserPromptPart(m.content)]))
+        elif m.role == "assistant" and m.content:
+            out.append(ModelResponse(parts=[TextPart(m.content)]))
+    return out
+
+
+def approval(decision: CallDecision) -> bool | ToolApproved | ToolDenied:
+    """A sayso decision as Pydantic AI's: edited arguments are re-validated by Pydantic AI."""
+    if decision.type == "reject":
+        return ToolDenied(message=decision.reason or "The tool call was rejected.")
+    if decision.type == "edit":
+        return ToolApproved(override_args=decision.arguments)
+    return True
+
+
+def step_of(result: AgentRunResult[Any]) -> Step:
+    state = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
+    output = result.output
+    if not isinstance(output, DeferredToolRequests):
+        return Finished(render_output(output), state)
+    if output.calls:
+        names = ", ".join(c.tool_name for c in output.calls)
+        raise ValueError(f"external tools ({names}) are not supported from /sayso")
+    calls = [FrameworkCall(c.tool_call_id, c.tool_name, c.args_as_dict()) for c in output.approvals]
+    return Interrupted(calls, state)
+
+
+def agent(obj: Agent[Any, Any], id: str | None = None, **options: Any) -> PydanticAIAgent:
+    """`obj` as a sayso agent, for SAYSO_AGENTS: `id` is the word after `/sayso` (default: the
+    agent's name); `options` are `FrameworkAgent`'s (approvers, allowed_users, channels...)."""
+    return PydanticAIAgent(obj, id or agent_id_of(obj.name, "pydantic-ai"), **options)
+
+
+__all__ = ["PydanticAIAgent", "agent", "resolve", "run_with_approvals", "tool_schema"]

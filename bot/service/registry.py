@@ -1,4 +1,5 @@
-"""The agents this bot runs, loaded from `module:attribute` (an Agent or a list of them)."""
+"""The agents this bot runs, loaded from `module:attribute`: an Agent or a list of them, where
+an agent of LangGraph, the OpenAI Agents SDK or Pydantic AI is taken as it is (`bot.adapters`)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,13 @@ class AgentRegistry:
             value = getattr(module, attr)
         except AttributeError:
             raise ValueError(f"module {module_name!r} has no attribute {attr!r}") from None
-        agents = [value] if isinstance(value, Agent) else list(value)
-        return cls(agents)
+        from bot.adapters import as_agent  # the frameworks load only when named
+
+        values = list(value) if isinstance(value, list | tuple) else [value]
+        try:
+            return cls([as_agent(v) for v in values])
+        except TypeError as exc:
+            raise ValueError(f"{spec}: {exc}") from None
 
     def get(self, agent_id: str) -> Agent | None:
         return self._agents.get(agent_id)

@@ -58,7 +58,8 @@ def make_agents(
 ) -> list[Agent]:
     """The `ops` agent with one approval tool, `deploy` (needing `min_approvals` people); its
     body sleeps `hang` s after recording its side effect (so a test can kill the process
-    inside the body; with `escalate_after`, U_APPROVER is called in after that many s)."""
+    inside the body; with `escalate_after`, U_APPROVER is called in after that many s), and the
+    Pydantic AI `scaler` agent (tests/fault/framework_agents.py), which hangs the same way."""
 
     @tool(
         require_approval=True,
@@ -88,6 +89,8 @@ def make_agents(
 
     model = OpenAIChatModel("fake", base_url=model_url, api_key="test-key")
     settings = ModelSettings(timeout=10, max_retries=1, backoff_base=0.01, backoff_max=0.05)
+    from tests.fault.framework_agents import scaler_agent  # it imports `record` from here
+
     return [
         Agent(
             id="ops",
@@ -95,5 +98,6 @@ def make_agents(
             instructions="You run operations.",
             tools=[deploy],
             model_settings=settings,
-        )
+        ),
+        scaler_agent(effects_path, hang),
     ]
