@@ -11,6 +11,9 @@ Reject (the SDK has no edit), keyed by its call id: a driver that restarts and a
 finds the same card and the same decision, never a second card. Every request keeps the
 `RunState` JSON of the run that asked (its `context`), so another process can continue the
 run from a request id alone: `await resume(agent, request_id, client)`.
+
+`agent(obj, id=...)` lets `/sayso` run the SDK's agent itself: its RunState is saved with the
+run, so a click on any replica continues it (see `bot.adapters.framework`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,19 @@ from agents import (
     ToolApprovalItem,
 )
 
+from bot.adapters.framework import (
+    CallDecision,
+    Finished,
+    FrameworkAgent,
+    FrameworkCall,
+    FrameworkTool,
+    Interrupted,
+    Step,
+    agent_id_of,
+    decisions_by_call,
+)
+from bot.agent import Message
+from bot.agent.tools import render_output
 from bot.client import ApprovalExpired, ApprovalRejected, AsyncSaysoClient, outcome
 
 NO_DECISION = "Nobody decided in time; the tool call was not run."
@@ -40,7 +56,7 @@ SAVED = "openai_agents"
 `{"run_state": <RunState.to_json()>, "conversation": <id or null>}`."""
 
 AgentState = RunState[Any, Agent[Any]]
-Interrupted = RunResult | RunResultStreaming | AgentState
+Paused = RunResult | RunResultStreaming | AgentState
 
 
 def idempotency_key(item: ToolApprovalItem, conversation: str | None = None) -> str:
@@ -73,7 +89,7 @@ def arguments_of(item: ToolApprovalItem) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 
 
-def state_of(interrupted: Interrupted) -> AgentState:
+def state_of(interrupted: Paused) -> AgentState:
     """The run's RunState: `result.to_state()`, or the state itself."""
     if isinstance(interrupted, RunState):
         return interrupted
@@ -122,7 +138,7 @@ async def decision_for(client: AsyncSaysoClient, request_id: str, within: float)
 
 
 async def resolve(
-    interrupted: Interrupted,
+    interrupted: Paused,
     client: AsyncSaysoClient,
     *,
     channel: str | None = None,
@@ -221,7 +237,86 @@ async def resume(
     return await _continue(agent, result, client, run_config, kw)
 
 
+class OpenAIAgentsAgent(FrameworkAgent):
+    """An OpenAI Agents SDK agent run by `/sayso`: its tool approvals are the run's cards
+    (Approve and Reject; the SDK has no edit), its RunState JSON the run's saved state."""
+
+    def __init__(self, agent: Agent[Any], id: str, **options: Any) -> None:
+        super().__init__(id, "openai-agents", function_tools(agent), **options)
+        self.agent = agent
+
+    async def start(self, conversation: list[Message], context: dict[str, Any]) -> Step:
+        return step_of(await Runner.run(self.agent, history(conversation)))
+
+    async def resume(
+        self, state: Any, decisions: list[CallDecision], context: dict[str, Any]
+    ) -> Step:
+        run_state = await RunState.from_json(self.agent, state)
+        decided = decisions_by_call(decisions)
+        for item in run_state.get_interruptions():
+            d = decided.get(item.call_id or "")
+            if d is None:  # not decided this time: the SDK stops for it again
+                continue
+            if d.type == "reject":
+                run_state.reject(item, rejection_message=d.reason or REJECTED)
+            elif d.type == "edit":
+                raise ValueError("the OpenAI Agents SDK cannot run a call with other arguments")
+            else:
+                run_state.approve(item)
+        return step_of(await Runner.run(self.agent, run_state))
+
+
+def function_tools(agent: Agent[Any]) -> list[FrameworkTool]:
+    """The function tools of the agent and of the agents it hands off to: names,
+    descriptions and parameter schemas, with Approve and Reject only."""
+    found: dict[str, FrameworkTool] = {}
+    seen: set[int] = set()
+    todo: list[Any] = [agent]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen or not isinstance(current, Agent):
+            continue
+        seen.add(id(current))
+        for t in current.tools:
+            if isinstance(t, FunctionTool) and t.name not in found:
+                schema = {k: v for k, v in t.params_json_schema.items() if k != "title"}
+                found[t.name] = FrameworkTool(t.name, t.description, schema, ("approve", "reject"))
+        todo.extend(current.handoffs)
+    return list(found.values())
+
+
+def history(conversation: list[Message]) -> list[Any]:
+    """The thread as the SDK's input items: earlier requests and answers (their text, not
+    their tools), then the request."""
+    return [
+        {"role": m.role, "content": m.content}
+        for m in conversation
+        if m.role in ("user", "assistant") and m.content
+    ]
+
+
+def step_of(result: RunResult) -> Step:
+    """Where the SDK stopped: the calls awaiting approval and the RunState JSON, or the
+    answer."""
+    if not result.interruptions:
+        return Finished(render_output(result.final_output))
+    calls = []
+    for item in result.interruptions:
+        if not item.call_id:
+            raise ValueError(f"tool call {item.name!r} has no call id")
+        calls.append(FrameworkCall(item.call_id, item.name or "tool", arguments_of(item)))
+    return Interrupted(calls, result.to_state().to_json())
+
+
+def agent(obj: Agent[Any], id: str | None = None, **options: Any) -> OpenAIAgentsAgent:
+    """`obj` as a sayso agent, for SAYSO_AGENTS: `id` is the word after `/sayso` (default: the
+    agent's name); `options` are `FrameworkAgent`'s (approvers, allowed_users, channels...)."""
+    return OpenAIAgentsAgent(obj, id or agent_id_of(obj.name, "openai-agents"), **options)
+
+
 __all__ = [
+    "OpenAIAgentsAgent",
+    "agent",
     "idempotency_key",
     "resolve",
     "resume",
