@@ -73,8 +73,13 @@ def tool_schema(item: ToolApprovalItem) -> dict[str, Any] | None:
     """The JSON Schema of the function tool's parameters (shown on the card), or None."""
     for tool in getattr(item.agent, "tools", None) or []:
         if isinstance(tool, FunctionTool) and tool.name == item.tool_name:
-            return dict(tool.params_json_schema)
+            return parameters_schema(tool)
     return None
+
+
+def parameters_schema(tool: FunctionTool) -> dict[str, Any]:
+    """The tool's parameters JSON Schema, without the SDK's model title."""
+    return {k: v for k, v in tool.params_json_schema.items() if k != "title"}
 
 
 def arguments_of(item: ToolApprovalItem) -> dict[str, Any]:
@@ -108,15 +113,12 @@ async def ask(
     """The call's approval request (the same one again for the same call): its id. `saved`
     is the run's `context` entry (see SAVED)."""
     name = item.name or "tool"
-    schema = tool_schema(item)
-    if schema is not None:
-        schema.pop("title", None)
     created = await client.create(
         kind="approval",
         title=f"Run {name}",
         tool=name,
         arguments=arguments_of(item),
-        schema=schema,
+        schema=tool_schema(item),
         allowed_decisions=["approve", "reject"],
         idempotency_key=idempotency_key(item, conversation),
         context={SAVED: dict(saved)},  # not a string: kept off the card
@@ -279,7 +281,7 @@ def function_tools(agent: Agent[Any]) -> list[FrameworkTool]:
         seen.add(id(current))
         for t in current.tools:
             if isinstance(t, FunctionTool) and t.name not in found:
-                schema = {k: v for k, v in t.params_json_schema.items() if k != "title"}
+                schema = parameters_schema(t)
                 found[t.name] = FrameworkTool(t.name, t.description, schema, ("approve", "reject"))
         todo.extend(current.handoffs)
     return list(found.values())
