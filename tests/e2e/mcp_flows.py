@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx2
+import mcp.types as mcp_types
 import pytest
 from mcp.client.session import ClientSession, ElicitationFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -28,8 +29,12 @@ from mcp.client.streamable_http import streamable_http_client
 from bot.sandbox import SlackSandbox
 from tests.e2e.harness import TOKEN, Harness, has_button, running_harness
 from tests.helpers.postgres import PG_URL, fresh_postgres
+from tests.helpers.waiting import eventually
 
 Transport = Literal["http", "stdio"]
+
+CLIENT = mcp_types.Implementation(name="sayso-e2e-client", version="1.0")
+"""How the tests' MCP client introduces itself."""
 
 
 class Mcp:
@@ -59,7 +64,7 @@ async def mcp_http(
     async with (
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120)) as http,
         streamable_http_client(f"{h.url}/mcp", http_client=http) as (read, write),
-        ClientSession(read, write, elicitation_callback=elicitation) as session,
+        ClientSession(read, write, elicitation_callback=elicitation, client_info=CLIENT) as session,
     ):
         await session.initialize()
         yield session
@@ -90,7 +95,11 @@ async def mcp_stdio(
         async with (
             stdio_client(stdio_server(h, key), errlog=errlog) as (read, write),
             ClientSession(
-                read, write, read_timeout_seconds=60, elicitation_callback=elicitation
+                read,
+                write,
+                read_timeout_seconds=60,
+                elicitation_callback=elicitation,
+                client_info=CLIENT,
             ) as session,
         ):
             await session.initialize()
@@ -130,3 +139,16 @@ async def next_card(h: Harness, channel: str = "C_GENERAL") -> dict[str, Any]:
     assert len(cards) == 1, cards
     card: dict[str, Any] = cards[0]
     return card
+
+
+async def answer_in_thread(
+    h: Harness, question: str, answer: str, user: str = "U_APPROVER"
+) -> None:
+    """Reply `answer` in the thread of the question's card, once the bot knows the thread."""
+    cards = await h.sandbox.wait_for(
+        lambda sb: [m for m in sb.messages("C_GENERAL") if question in str(m)] or None
+    )
+    assert h.bot is not None
+    store = h.bot.store  # the card's thread is the question's once recorded
+    await eventually(lambda: store.run_for_thread("C_GENERAL", cards[0]["ts"]))
+    await h.sandbox.post_message(user, answer, thread_ts=cards[0]["ts"])

@@ -15,9 +15,8 @@ from mcp import MCPError
 
 from tests.e2e.api_flows import make_key
 from tests.e2e.harness import Harness, has_button
-from tests.e2e.mcp_flows import Mcp, call, mcp_http, next_card, open_cards
+from tests.e2e.mcp_flows import Mcp, answer_in_thread, call, mcp_http, next_card, open_cards
 from tests.helpers.views import filled_views
-from tests.helpers.waiting import eventually
 
 
 async def test_request_approval_is_approved_by_a_click(mcp: Mcp) -> None:
@@ -188,13 +187,7 @@ async def test_ask_human_is_answered_in_the_cards_thread(mcp: Mcp) -> None:
         answer = asyncio.create_task(
             call(session, "ask_human", question="Which region?", wait_seconds=30)
         )
-        card = await h.sandbox.wait_for(
-            lambda sb: [m for m in sb.messages("C_GENERAL") if "Which region?" in str(m)] or None
-        )
-        assert h.bot is not None
-        store = h.bot.store  # the card's thread is the question's once recorded
-        await eventually(lambda: store.run_for_thread("C_GENERAL", card[0]["ts"]))
-        await h.sandbox.post_message("U_APPROVER", "us-east-2", thread_ts=card[0]["ts"])
+        await answer_in_thread(h, "Which region?", "us-east-2")
         state = await asyncio.wait_for(answer, 10)
     assert state["status"] == "answered" and state["kind"] == "question"
     assert state["decision"]["answer"] == "us-east-2"
