@@ -21,10 +21,16 @@ from pydantic import BaseModel, Field
 log = logging.getLogger("sayso.mcp")
 
 
+ANSWER_MAX = 3000
+"""The longest answer, as in the answer modal of a card."""
+
+CLIENT_NAME_MAX = 100
+
+
 class HumanAnswer(BaseModel):
     """The form: one required `answer` string."""
 
-    answer: str = Field(min_length=1, description="Your answer")
+    answer: str = Field(min_length=1, max_length=ANSWER_MAX, description="Your answer")
 
 
 def can_elicit(ctx: Context) -> bool:
@@ -41,7 +47,8 @@ def can_elicit(ctx: Context) -> bool:
 def client_name(ctx: Context) -> str:
     """The MCP client's own name (its initialize clientInfo), for the audit."""
     params = ctx.session.client_params
-    return params.client_info.name if params is not None else "the MCP client"
+    name = params.client_info.name.strip() if params is not None else ""
+    return name[:CLIENT_NAME_MAX] or "the MCP client"
 
 
 async def answer_in_client(ctx: Context, question: str) -> str | None:

@@ -1,9 +1,9 @@
 """ask_human through MCP elicitation, driven by the `mcp` SDK's own client with an
 elicitation_callback: over stdio a client that shows forms gets the question as a form
 (`elicitation/create`, form mode, one required `answer` string), and the answer is recorded on
-the question's sayso request, decided by the API key; declined or cancelled, the question goes
-to Slack. Over HTTP (stateless: no back-channel) the form is never shown. A client without
-elicitation is asked in Slack over both transports (test_mcp_server.py)."""
+the question's sayso request, decided by the API key; declined, cancelled or left blank, the
+question goes to Slack. Over HTTP (stateless: no back-channel) the form is never shown. A
+client without elicitation is asked in Slack over both transports (test_mcp_server.py)."""
 
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ async def test_ask_human_is_answered_in_the_clients_form(mcp: Mcp) -> None:
     schema = shown.requested_schema
     assert schema["required"] == ["answer"]
     assert schema["properties"]["answer"]["type"] == "string"
+    assert schema["properties"]["answer"]["minLength"] == 1
     assert h.sandbox.messages("C_GENERAL") == []  # no card: nobody in Slack is asked
     assert h.bot is not None
     events = await audit_events_of(h.bot.store, "api:ci")
@@ -63,11 +64,17 @@ async def test_ask_human_is_answered_in_the_clients_form(mcp: Mcp) -> None:
 
 
 @pytest.mark.parametrize("mcp", ["stdio"], indirect=True)
-@pytest.mark.parametrize("action", ["decline", "cancel"])
-async def test_a_declined_form_sends_the_question_to_slack(mcp: Mcp, action: str) -> None:
+@pytest.mark.parametrize(
+    ("action", "content"),
+    [("decline", None), ("cancel", None), ("accept", {"answer": "   "})],
+    ids=["declined", "cancelled", "blank"],
+)
+async def test_a_declined_form_sends_the_question_to_slack(
+    mcp: Mcp, action: str, content: dict[str, Any] | None
+) -> None:
     h = mcp.h
     token, _ = await make_key(h, channels=["C_GENERAL"])
-    form = Form(action)
+    form = Form(action, content)
     async with mcp.session(token, elicitation=form) as session:
         answer = asyncio.create_task(call(session, "ask_human", question=QUESTION, wait_seconds=30))
         await answer_in_thread(h, QUESTION, "us-east-2")
