@@ -70,12 +70,14 @@ class ApiRequests:
         default_channel: str | None,
         default_approvers: tuple[str, ...],
         approval_ttl: timedelta,
+        callback_hosts: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.presenter = presenter
         self.default_channel = default_channel
         self.default_approvers = default_approvers
         self.approval_ttl = approval_ttl
+        self.callback_hosts = callback_hosts
         self.notifier = RequestNotifier()
         self._listener = notify_ops.Listener(store.db, self.notifier.wake)
         self.settled_hooks: list[Settled] = []
