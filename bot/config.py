@@ -60,8 +60,24 @@ class Settings(BaseSettings):
     sayso_rate_limit: str = "10/minute"
     # issue 14, the approval API: where requests without a channel (nor a key channel) go
     sayso_default_channel: str | None = None
+    # webhooks go only to these hosts (bot/api/callbacks.py); empty: any http(s) host
+    sayso_callback_hosts: Annotated[tuple[str, ...], NoDecode] = ()
     sayso_url: str | None = None  # `sayso request`: the sayso to ask (--url)
     sayso_key: SecretStr | None = None  # `sayso request`: the API key (--key)
+
+    @field_validator("sayso_callback_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> tuple[str, ...]:
+        if value is None or value == "":
+            return ()
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, Iterable):
+            raise ValueError("callback hosts are a comma-separated string or a list")
+        hosts = tuple(str(i).strip() for i in items if str(i).strip())
+        bad = [h for h in hosts if "/" in h or " " in h]
+        if bad:
+            raise ValueError(f"callback hosts are host[:port] or *.domain, not {bad[0]!r}")
+        return hosts
 
     @field_validator("sayso_rate_limit", mode="before")
     @classmethod

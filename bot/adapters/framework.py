@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -194,22 +193,7 @@ class FrameworkAgent(Agent):
         on_event: EventCallback | None = None,
     ) -> RunResult:
         """Start a run: the framework's calls needing a person pause it."""
-        context = dict(context or {})
-        json.dumps(context)  # the run context must be JSON-serializable
-        if isinstance(input, str):
-            messages = [Message(role="user", content=input)]
-        else:
-            messages = [m for m in input if m.role != "system"]
-        run = Run(
-            id=run_id or uuid.uuid4().hex,
-            agent_id=self.id,
-            model=self.model,
-            messages=messages,
-            context=context,
-        )
-        result = RunResult(run=run)
-        if state is not None:
-            await state.save(result)
+        result = await self._begin(input, context, run_id, state)
         return await self._start(result, state, on_event)
 
     async def continue_run(

@@ -194,6 +194,17 @@ class Agent:
         on_event: EventCallback | None = None,
     ) -> RunResult:
         """Start a run. It returns completed, failed, or `waiting_for_human` with its pause."""
+        result = await self._begin(input, context, run_id, state)
+        return await Driver(self, result, state, require_approval, on_event).drive()
+
+    async def _begin(
+        self,
+        input: str | Sequence[Message],
+        context: dict[str, Any] | None,
+        run_id: str | None,
+        state: AgentStateAccessor | None,
+    ) -> RunResult:
+        """A new run of the input, saved (so it can be recovered) before its first step."""
         context = dict(context or {})
         try:
             json.dumps(context)
@@ -212,9 +223,9 @@ class Agent:
             context=context,
         )
         result = RunResult(run=run)
-        if state is not None:  # the run exists (and can be recovered) before the first model call
+        if state is not None:
             await state.save(result)
-        return await Driver(self, result, state, require_approval, on_event).drive()
+        return result
 
     async def _load(
         self, run: RunResult | None, run_id: str | None, state: AgentStateAccessor | None

@@ -84,6 +84,9 @@ class RequestState(BaseModel):
     decision: Decision | None
     created_at: datetime
     expires_at: datetime
+    context: dict[str, Any] | None = Field(
+        default=None, description="The request's `context`, as it was created."
+    )
 
 
 class ErrorDetail(BaseModel):

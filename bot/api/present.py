@@ -65,6 +65,7 @@ def request_state(request: ApprovalRequestRecord) -> RequestState:
         decision=decision_of(request),
         created_at=request.created_at,
         expires_at=request.expires_at,
+        context=(request.api_spec or {}).get("context"),
     )
 
 

@@ -12,6 +12,7 @@ import jsonschema
 from aiohttp import web
 from pydantic import ValidationError
 
+from bot.api.callbacks import callback_host_allowed
 from bot.api.models import MAX_WAIT, CreatedRequest, CreateRequest
 from bot.api.openapi import openapi_document
 from bot.api.present import REQUEST_KIND_OF, state_json
@@ -92,6 +93,8 @@ def new_request(api: ApiRequests, key: ApiKey, body: CreateRequest) -> NewApiReq
     _check_schema(body)
     if body.min_approvals > 1 and body.kind != "approval":
         raise ApiRefusal("invalid", "min_approvals: only approvals take a quorum")
+    if body.callback_url and not callback_host_allowed(body.callback_url, api.callback_hosts):
+        raise ApiRefusal("invalid", "callback_url: its host is not one SAYSO_CALLBACK_HOSTS allows")
     kind = REQUEST_KIND_OF[body.kind]
     if body.kind == "review":
         tool_name, arguments = "human_review", {"reason": body.title, "payload": body.context}

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from bot.agent.util import utcnow
+from bot.api.callbacks import callback_host_allowed
 from bot.api.present import state_json
 from bot.service.api_requests import ApiRequests
 from store import ApprovalRequestRecord
@@ -113,6 +114,11 @@ class WebhookSender:
         key = await api_ops.get_key(self.db, link.key_name) if link else None
         if found is None or key is None:
             await self._finish(claimed, None, False, "request or key gone", retry=False)
+            return False
+        if not callback_host_allowed(claimed.url, self.api.callback_hosts):
+            refusal = "the callback host is not allowed (SAYSO_CALLBACK_HOSTS)"
+            await self._finish(claimed, found.run_id, False, refusal, retry=False)
+            log.warning("event=webhook_refused request_id=%s delivery=%s", found.id, claimed.id)
             return False
         body = body_of(found)
         timestamp = str(int(time.time()))

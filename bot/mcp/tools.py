@@ -15,8 +15,9 @@ from pydantic import ValidationError
 from bot.api.models import MAX_WAIT, CreateRequest
 from bot.api.present import state_json
 from bot.api.routes import new_request
+from bot.mcp.elicit import answer_in_client, client_name
 from bot.service.api_requests import ApiRefusal, ApiRequests
-from store.api import ApiKey
+from store.api import ApiKey, NewApiRequest
 
 KeyOf = Callable[[Context], Awaitable[ApiKey]]
 """The API key a tool call is made with (the HTTP request's bearer, or stdio's SAYSO_KEY)."""
@@ -55,8 +56,8 @@ class SaysoTools:
         self.api = api
         self.key_of = key_of
 
-    async def create(self, ctx: Context, **body: Any) -> tuple[ApiKey, str]:
-        key = await self.key_of(ctx)
+    def new(self, key: ApiKey, **body: Any) -> NewApiRequest:
+        """The request a tool call describes, validated as POST /v1/requests validates it."""
         try:
             request = CreateRequest.model_validate(body)
         except ValidationError as exc:
@@ -64,10 +65,21 @@ class SaysoTools:
             field = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
             raise ToolError(f"{field}: {first.get('msg')}") from None
         try:
-            created = await self.api.create(key, new_request(self.api, key, request))
+            return new_request(self.api, key, request)
         except ApiRefusal as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
-        return key, created.request.id
+
+    async def post(self, key: ApiKey, new: NewApiRequest) -> str:
+        """Create the request and post its card; its id."""
+        try:
+            created = await self.api.create(key, new)
+        except ApiRefusal as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+        return created.request.id
+
+    async def create(self, ctx: Context, **body: Any) -> tuple[ApiKey, str]:
+        key = await self.key_of(ctx)
+        return key, await self.post(key, self.new(key, **body))
 
     async def state(self, key: ApiKey, request_id: str, wait_seconds: float) -> dict[str, Any]:
         """The decision JSON (as GET /v1/requests/{id}), or {"status": "pending", "id"}."""
@@ -150,11 +162,22 @@ def build_server(api: ApiRequests, key_of: KeyOf) -> MCPServer:
     async def ask_human(
         question: str, ctx: Context, channel: str | None = None, wait_seconds: float = 50
     ) -> dict[str, Any]:
-        """Ask people in Slack a question; they answer in the card's thread or its modal.
-        Returns the request with decision.answer once answered within `wait_seconds`, else
+        """Ask a person a question. Where this client shows forms (MCP elicitation, over
+        stdio), its user answers in a form; else, or if they decline it, people in Slack
+        answer in the card's thread or its modal. Returns the request with decision.answer
+        once answered (in Slack: within `wait_seconds`, at most 60), else
         {"status": "pending", "id"}: then call get_decision with that id."""
-        key, request_id = await tools.create(ctx, kind="question", title=question, channel=channel)
-        return await tools.state(key, request_id, wait_seconds)
+        key = await key_of(ctx)
+        new = tools.new(key, kind="question", title=question, channel=channel)
+        answer = await answer_in_client(ctx, question)
+        if answer is not None:
+            how = f"Answered in {client_name(ctx)} (MCP elicitation)."
+            try:
+                request = await api.answered_by_caller(key, new, answer, how)
+            except ApiRefusal as exc:
+                raise ToolError(f"{exc.code}: {exc.message}") from None
+            return state_json(request)
+        return await tools.state(key, await tools.post(key, new), wait_seconds)
 
     @server.tool()
     async def permission_prompt(

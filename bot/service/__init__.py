@@ -79,6 +79,7 @@ class Service:
             default_channel=settings.default_channel,
             default_approvers=settings.default_approvers,
             approval_ttl=settings.approval_ttl,
+            callback_hosts=settings.callback_hosts,
         )
         self.decider.on_settled = self.api.settled
         self._sweeper: asyncio.Task[None] | None = None

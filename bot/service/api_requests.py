@@ -70,12 +70,14 @@ class ApiRequests:
         default_channel: str | None,
         default_approvers: tuple[str, ...],
         approval_ttl: timedelta,
+        callback_hosts: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.presenter = presenter
         self.default_channel = default_channel
         self.default_approvers = default_approvers
         self.approval_ttl = approval_ttl
+        self.callback_hosts = callback_hosts
         self.notifier = RequestNotifier()
         self._listener = notify_ops.Listener(store.db, self.notifier.wake)
         self.settled_hooks: list[Settled] = []
@@ -145,6 +147,36 @@ class ApiRequests:
         await self._audit_created(key, request, "ok")
         log.info("event=api_request_created key=%s request_id=%s", key.name, request_id)
         return Created(request, True)
+
+    async def answered_by_caller(
+        self, key: ApiKey, new: NewApiRequest, answer: str, how: str
+    ) -> ApprovalRequestRecord:
+        """A question its caller's own client answered (an MCP form): stored as an ordinary
+        request and answered at once by the key (`api:<key name>`, never a Slack user), with
+        `how` as its reason. No card is posted; audit, App Home and webhooks see it as any
+        other answered request."""
+        if new.kind != "hitl":
+            raise ApiRefusal("invalid", "kind: only a question can be answered by its caller")
+        request_id, created = await api_ops.create_request(self.store.db, new)
+        found = await self._get(request_id)
+        if found is None:
+            raise ApiRefusal("not_found", "The request no longer exists.")
+        request = found[0]
+        if created:
+            await self._audit_created(key, request, "ok")
+        result = await self.store.decide(
+            request_id,
+            actor=API_AGENT_PREFIX + key.name,
+            status="answered",
+            reason=how,
+            output=answer,
+        )
+        if result.request is None:
+            raise ApiRefusal("not_found", "The request no longer exists.")
+        if result.won or result.expired:
+            await self.settled(result.request)
+        log.info("event=api_request_answered_by_caller key=%s request_id=%s", key.name, request_id)
+        return result.request
 
     async def _audit_created(
         self, key: ApiKey, request: ApprovalRequestRecord, outcome: str

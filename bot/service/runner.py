@@ -64,6 +64,7 @@ class ServiceSettings:
     """User and group ids who may cancel or retry any run and revoke any standing approval
     (SAYSO_ADMINS)."""
     default_channel: str | None = None  # issue 14: API requests without a channel
+    callback_hosts: tuple[str, ...] = ()  # where webhooks may go (empty: anywhere)
 
 
 def run_context(

@@ -67,6 +67,7 @@ def service_settings(settings: Settings) -> ServiceSettings:
         rate_limit=rate_limit(settings),
         admins=settings.sayso_admins,
         default_channel=settings.sayso_default_channel,
+        callback_hosts=settings.sayso_callback_hosts,
     )
 
 

@@ -1,4 +1,5 @@
-"""The `harness` fixture: the real bot between a sandbox Slack and a fake model (see harness.py)."""
+"""The `harness` fixture: the real bot between a sandbox Slack and a fake model (see harness.py),
+and `mcp`: its MCP server over each transport (see mcp_flows.py)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox import SlackSandbox
-from bot.testing import FakeModelServer
-from tests.e2e.harness import SECRET, TOKEN, Harness
+from tests.e2e.harness import Harness, running_harness
+from tests.e2e.mcp_flows import mcp  # noqa: F401 - the fixture
 
 
 @pytest.fixture
 async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    model = FakeModelServer()
-    await model.start()
-    sandbox = SlackSandbox(signing_secret=SECRET, bot_url="http://127.0.0.1:1/", bot_token=TOKEN)
-    await sandbox.start(host="127.0.0.1", port=0)
-    h = Harness(tmp_path, sandbox, model)
-    await h.start_bot()
-    try:
+    async with running_harness(tmp_path) as h:
         yield h
-    finally:
-        await h.stop_bot()
-        await sandbox.stop()
-        await model.stop()

@@ -4,6 +4,8 @@ the `Harness` that starts, stops and restarts it, and readers of what the sandbo
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +29,18 @@ TOKEN = "xoxb-sandbox"
 class Harness:
     """Starts, stops and restarts the bot between a sandbox Slack and a fake model."""
 
-    def __init__(self, tmp_path: Path, sandbox: SlackSandbox, model: FakeModelServer) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        sandbox: SlackSandbox,
+        model: FakeModelServer,
+        db_url: str | None = None,
+    ) -> None:
         self.tmp_path = tmp_path
         self.sandbox = sandbox
         self.model = model
         self.effects = SideEffects()
-        self.db_url = f"sqlite+aiosqlite:///{tmp_path / 'sayso.db'}"
+        self.db_url = db_url or f"sqlite+aiosqlite:///{tmp_path / 'sayso.db'}"
         self.port = free_port()
         self.bot: Bot | None = None
         self._runner: web.AppRunner | None = None
@@ -114,6 +122,24 @@ class Harness:
     def thread_text(self, channel: str = "C_GENERAL") -> str:
         """The thread's text, without streamed text not (yet) replaced by a final message."""
         return "\n".join(message_text(m) for m in self.thread(channel) if "markdown_text" not in m)
+
+
+@asynccontextmanager
+async def running_harness(tmp_path: Path, db_url: str | None = None) -> AsyncIterator[Harness]:
+    """The fake model, the sandbox and the bot started on them (on a SQLite file in
+    `tmp_path`, or on `db_url`); all stopped afterwards."""
+    model = FakeModelServer()
+    await model.start()
+    sandbox = SlackSandbox(signing_secret=SECRET, bot_url="http://127.0.0.1:1/", bot_token=TOKEN)
+    await sandbox.start(host="127.0.0.1", port=0)
+    h = Harness(tmp_path, sandbox, model, db_url)
+    try:
+        await h.start_bot()
+        yield h
+    finally:
+        await h.stop_bot()
+        await sandbox.stop()
+        await model.stop()
 
 
 def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from bot.serve import free_port
 from tests.e2e.api_flows import create, make_key
 from tests.e2e.harness import Harness
 from tests.helpers.views import filled_views
+from tests.helpers.waiting import eventually
 
 
 @dataclass
@@ -115,3 +116,48 @@ async def test_expiry_and_cancel_are_delivered_too(harness: Harness, receiver: R
         )
     await h.sandbox.wait_for(lambda sb: len(receiver.received) == 2, timeout=10)
     assert [json.loads(b)["status"] for _, b, _ in receiver.received] == ["expired", "cancelled"]
+
+
+async def test_a_callback_host_off_the_allowlist_is_refused(
+    harness: Harness, receiver: Receiver
+) -> None:
+    """SSRF: with SAYSO_CALLBACK_HOSTS set, a request naming another host (the cloud metadata
+    address here) is refused with 422 and nothing is created."""
+    h = harness
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_callback_hosts": f"hooks.example.com,127.0.0.1:{receiver.port}"}
+    await h.start_bot()
+    token, _ = await make_key(h)
+    for url in (
+        "http://169.254.169.254/latest/meta-data/",
+        "http://127.0.0.1:1/hook",  # the allowed host, on another port
+        "http://hooks.example.com.evil.test/hook",
+    ):
+        refused = await create(h, token, tool="deploy", callback_url=url)
+        assert refused.status_code == 422, url
+        assert "callback_url" in refused.json()["error"]["message"]
+    assert h.sandbox.messages("C_GENERAL") == [] and await h.bot.store.list_runs() == []
+    allowed = await create(h, token, tool="deploy", callback_url=receiver.url)
+    assert allowed.status_code == 201, allowed.text
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", allowed.json()["message_ts"], "approve")
+    await h.sandbox.wait_for(lambda sb: receiver.received, timeout=5)
+
+
+async def test_a_host_taken_off_the_allowlist_gets_no_more_deliveries(
+    harness: Harness, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    h = harness
+    token, _ = await make_key(h)
+    created = (await create(h, token, tool="deploy", callback_url=receiver.url)).json()
+    await h.stop_bot()
+    h.settings_overrides = {"sayso_callback_hosts": "hooks.example.com"}
+    await h.start_bot()
+    await h.sandbox.click("U_APPROVER", "C_GENERAL", created["message_ts"], "approve")
+    (run,) = await h.bot.store.list_runs()
+
+    async def refusal_listed() -> bool:
+        await show_run(h.bot.store, run.id)
+        return "SAYSO_CALLBACK_HOSTS" in capsys.readouterr().out
+
+    await eventually(refusal_listed, timeout=5, what="the refused delivery in `runs show`")
+    assert receiver.received == []

@@ -1,6 +1,8 @@
-"""The MCP server over streamable HTTP (/mcp on the bot's port), driven by the `mcp` SDK's own
-client: approvals decided by clicks in the sandbox, polling, Claude Code's permission prompt
-(allow with edited input, deny with a message), and a bad key refused."""
+"""The MCP server over both transports (streamable HTTP at /mcp on the bot's port, and stdio,
+`sayso mcp`: the `mcp` fixture), driven by the `mcp` SDK's own client: approvals decided by
+clicks in the sandbox (approved, edited, rejected, expired), polling, Claude Code's permission
+prompt (allow with edited input, deny with a message), a question answered in Slack, and a bad
+key refused over HTTP (over stdio: test_mcp_stdio.py)."""
 
 from __future__ import annotations
 
@@ -13,15 +15,14 @@ from mcp import MCPError
 
 from tests.e2e.api_flows import make_key
 from tests.e2e.harness import Harness, has_button
-from tests.e2e.mcp_flows import call, mcp_http, next_card, open_cards
+from tests.e2e.mcp_flows import Mcp, answer_in_thread, call, mcp_http, next_card, open_cards
 from tests.helpers.views import filled_views
-from tests.helpers.waiting import eventually
 
 
-async def test_request_approval_is_approved_by_a_click(harness: Harness) -> None:
-    h = harness
+async def test_request_approval_is_approved_by_a_click(mcp: Mcp) -> None:
+    h = mcp.h
     token, _ = await make_key(h, channels=["C_GENERAL"])
-    async with mcp_http(h, token) as session:
+    async with mcp.session(token) as session:
         tools = {t.name for t in (await session.list_tools()).tools}
         assert {"request_approval", "get_decision", "ask_human", "permission_prompt"} <= tools
         answer = asyncio.create_task(
@@ -52,10 +53,10 @@ SCHEMA = {
 }
 
 
-async def test_request_approval_edited_against_its_schema(harness: Harness) -> None:
-    h = harness
+async def test_request_approval_edited_against_its_schema(mcp: Mcp) -> None:
+    h = mcp.h
     token, _ = await make_key(h, channels=["C_GENERAL"])
-    async with mcp_http(h, token) as session:
+    async with mcp.session(token) as session:
         refused = await session.call_tool(
             "request_approval",
             {"tool_name": "deploy", "arguments": {"replicas": 2}, "schema": SCHEMA},
@@ -80,13 +81,13 @@ async def test_request_approval_edited_against_its_schema(harness: Harness) -> N
     assert state["decision"]["arguments"] == {"env": "staging", "replicas": 3}
 
 
-async def test_an_expired_request_is_reported_and_denied(harness: Harness) -> None:
-    h = harness
+async def test_an_expired_request_is_reported_and_denied(mcp: Mcp) -> None:
+    h = mcp.h
     await h.stop_bot()
     h.settings_overrides = {"sayso_approval_ttl": "1s"}
     await h.start_bot()
     token, _ = await make_key(h, channels=["C_GENERAL"])
-    async with mcp_http(h, token) as session:
+    async with mcp.session(token) as session:
         state = await call(
             session, "request_approval", tool_name="deploy", arguments={}, wait_seconds=10
         )
@@ -101,10 +102,10 @@ async def test_an_expired_request_is_reported_and_denied(harness: Harness) -> No
     assert answer == {"behavior": "deny", "message": "No decision: the request is expired."}
 
 
-async def test_get_decision_polls_until_decided(harness: Harness) -> None:
-    h = harness
+async def test_get_decision_polls_until_decided(mcp: Mcp) -> None:
+    h = mcp.h
     token, _ = await make_key(h, channels=["C_GENERAL"])
-    async with mcp_http(h, token) as session:
+    async with mcp.session(token) as session:
         first = await call(
             session, "request_approval", tool_name="deploy", arguments={}, wait_seconds=0
         )
@@ -119,20 +120,20 @@ async def test_get_decision_polls_until_decided(harness: Harness) -> None:
         assert state["status"] == "rejected" and state["id"] == first["id"]
         assert state["decision"]["reason"] == "Not on a Friday"
         other = await make_key(h, name="other")
-    async with mcp_http(h, other[0]) as session:  # another key's request does not exist
+    async with mcp.session(other[0]) as session:  # another key's request does not exist
         result = await session.call_tool("get_decision", {"id": first["id"], "wait_seconds": 0})
         assert result.is_error and "not_found" in result.content[0].text  # type: ignore[union-attr]
 
 
-async def test_permission_prompt_allows_with_the_edited_input(harness: Harness) -> None:
-    h = harness
+async def test_permission_prompt_allows_with_the_edited_input(mcp: Mcp) -> None:
+    h = mcp.h
     token, _ = await make_key(h, channels=["C_GENERAL"])  # no channel given: the key's first
     prompt = {
         "tool_name": "Bash",
         "input": {"command": "rm -rf build", "description": "Clean the build"},
         "tool_use_id": "toolu_01",
     }
-    async with mcp_http(h, token) as session:
+    async with mcp.session(token) as session:
         answer = asyncio.create_task(call(session, "permission_prompt", **prompt))
         card = await next_card(h)
         assert "rm -rf build" in json.dumps(card) and has_button(card, "edit")
@@ -156,10 +157,10 @@ async def test_permission_prompt_allows_with_the_edited_input(harness: Harness) 
     assert len([m for m in h.sandbox.messages("C_GENERAL") if "rm -rf" in json.dumps(m)]) == 1
 
 
-async def test_permission_prompt_denies_with_a_message(harness: Harness) -> None:
-    h = harness
+async def test_permission_prompt_denies_with_a_message(mcp: Mcp) -> None:
+    h = mcp.h
     token, _ = await make_key(h, channels=["C_GENERAL"])
-    async with mcp_http(h, token) as session:
+    async with mcp.session(token) as session:
         answer = asyncio.create_task(
             call(
                 session,
@@ -179,20 +180,14 @@ async def test_permission_prompt_denies_with_a_message(harness: Harness) -> None
         }
 
 
-async def test_ask_human_is_answered_in_the_cards_thread(harness: Harness) -> None:
-    h = harness
+async def test_ask_human_is_answered_in_the_cards_thread(mcp: Mcp) -> None:
+    h = mcp.h
     token, _ = await make_key(h, channels=["C_GENERAL"])
-    async with mcp_http(h, token) as session:
+    async with mcp.session(token) as session:
         answer = asyncio.create_task(
             call(session, "ask_human", question="Which region?", wait_seconds=30)
         )
-        card = await h.sandbox.wait_for(
-            lambda sb: [m for m in sb.messages("C_GENERAL") if "Which region?" in str(m)] or None
-        )
-        assert h.bot is not None
-        store = h.bot.store  # the card's thread is the question's once recorded
-        await eventually(lambda: store.run_for_thread("C_GENERAL", card[0]["ts"]))
-        await h.sandbox.post_message("U_APPROVER", "us-east-2", thread_ts=card[0]["ts"])
+        await answer_in_thread(h, "Which region?", "us-east-2")
         state = await asyncio.wait_for(answer, 10)
     assert state["status"] == "answered" and state["kind"] == "question"
     assert state["decision"]["answer"] == "us-east-2"

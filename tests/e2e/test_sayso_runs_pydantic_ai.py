@@ -141,3 +141,31 @@ def test_sayso_agents_may_name_the_pydantic_ai_agent_itself() -> None:
     agent = as_agent(Scaler().agent)
     assert isinstance(agent, SaysoAgent) and agent.id == "scaler"
     assert agent.tools["scale"].allowed_decisions == ("approve", "edit", "reject")
+
+
+async def test_an_expired_card_denies_the_call(harness: Harness) -> None:
+    h = harness
+    h.settings_overrides = {"sayso_approval_ttl": "1s"}
+    scaler = Scaler()
+    card = await start(h, scaler)
+    await wait_answer(h, "tool said: ")  # the model reads the denial
+    assert scaler.ran == []
+    assert "expired" in h.thread_text().lower()
+    updated = h.sandbox.message("C_GENERAL", card["ts"])
+    assert updated is not None and not has_button(updated, "approve")
+
+
+async def test_the_requester_cancels_a_pending_framework_run(harness: Harness) -> None:
+    h = harness
+    scaler = Scaler()
+    card = await start(h, scaler)
+    d = await h.sandbox.click("U_REQUESTER", "C_GENERAL", h.root()["ts"], "cancel")
+    assert d.status == 200
+    await h.sandbox.wait_for(lambda sb: "Cancelled by <@U_REQUESTER>" in h.thread_text(), 10)
+    await h.idle()
+    (run,) = await h.bot.store.list_runs()
+    assert run.status == "cancelled"
+    updated = h.sandbox.message("C_GENERAL", card["ts"])
+    assert updated is not None and not has_button(updated, "approve")
+    assert "cancelled" in str(updated["blocks"]).lower()
+    assert scaler.ran == []

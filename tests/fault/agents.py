@@ -20,6 +20,8 @@ from bot.testing.fake_model import chat_completion
 
 DEPLOY_ARGS = {"environment": "staging", "version": "v2"}
 ANSWER = "Deployed v2 to staging."
+WITH_OPENAI_AGENTS = "FAULT_OPENAI_AGENTS"
+WITH_LANGGRAPH = "FAULT_LANGGRAPH"
 
 
 def respond(body: dict[str, Any]) -> dict[str, Any]:
@@ -59,8 +61,10 @@ def make_agents(
     """The `ops` agent with one approval tool, `deploy` (needing `min_approvals` people); its
     body sleeps `hang` s after recording its side effect (so a test can kill the process
     inside the body; with `escalate_after`, U_APPROVER is called in after that many s), and the
-    Pydantic AI `scaler` and LangGraph `lgscaler` agents (tests/fault/framework_agents.py),
-    which hang the same way."""
+    Pydantic AI `scaler` agent (tests/fault/framework_agents.py) and, with WITH_OPENAI_AGENTS
+    set in the environment, the OpenAI Agents SDK `deployer` agent
+    (tests/fault/openai_agents_agents.py), with WITH_LANGGRAPH the LangGraph `lgscaler` agent
+    (tests/fault/langgraph_agents.py), which hang the same way."""
 
     @tool(
         require_approval=True,
@@ -90,12 +94,9 @@ def make_agents(
 
     model = OpenAIChatModel("fake", base_url=model_url, api_key="test-key")
     settings = ModelSettings(timeout=10, max_retries=1, backoff_base=0.01, backoff_max=0.05)
-    from tests.fault.framework_agents import (  # it imports `record` from here
-        langgraph_scaler_agent,
-        scaler_agent,
-    )
+    from tests.fault.framework_agents import scaler_agent  # it imports `record` from here
 
-    return [
+    agents = [
         Agent(
             id="ops",
             model=model,
@@ -104,5 +105,13 @@ def make_agents(
             model_settings=settings,
         ),
         scaler_agent(effects_path, hang),
-        langgraph_scaler_agent(effects_path, hang),
     ]
+    if os.environ.get(WITH_OPENAI_AGENTS) == "1":  # the SDK takes seconds to import
+        from tests.fault.openai_agents_agents import deployer_agent
+
+        agents.append(deployer_agent(model_url, effects_path, hang))
+    if os.environ.get(WITH_LANGGRAPH) == "1":  # LangChain takes seconds to import
+        from tests.fault.langgraph_agents import langgraph_scaler_agent
+
+        agents.append(langgraph_scaler_agent(effects_path, hang))
+    return agents

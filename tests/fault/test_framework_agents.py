@@ -12,7 +12,7 @@ import pytest
 
 from bot.sandbox import SlackSandbox
 from store import Store
-from tests.fault.agents import executions
+from tests.fault.agents import WITH_LANGGRAPH, executions
 from tests.fault.cluster import Cluster
 from tests.fault.slack import cards, message_text, request_id, thread_text
 from tests.fault.test_replicas import assert_clean
@@ -22,6 +22,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 LEASE = 2.0
 AGENTS = pytest.mark.parametrize("agent_id", ["scaler", "lgscaler"])  # Pydantic AI, LangGraph
+
+
+def env_for(agent_id: str) -> dict[str, str]:
+    """The LangGraph agent is loaded only when asked for (LangChain takes seconds to import)."""
+    return {WITH_LANGGRAPH: "1"} if agent_id == "lgscaler" else {}
 
 
 def thread(sb: SlackSandbox) -> list[dict[str, Any]]:
@@ -54,11 +59,11 @@ async def test_a_card_of_a_killed_process_is_continued_by_another_once(
     cluster: Cluster, agent_id: str
 ) -> None:
     sb = cluster.sandbox
-    first = await cluster.start("replica-a", lease_seconds=LEASE)
+    first = await cluster.start("replica-a", lease_seconds=LEASE, env=env_for(agent_id))
     card = await start_scaling(cluster, first.url, agent_id)
     before = thread(sb)
     first.kill()
-    second = await cluster.start("replica-b", lease_seconds=LEASE)
+    second = await cluster.start("replica-b", lease_seconds=LEASE, env=env_for(agent_id))
     sb.bot_url = second.url
     delivery = await sb.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     assert delivery.ok, delivery.summary()
@@ -83,15 +88,21 @@ async def test_sigkill_inside_the_frameworks_tool_body_asks_again_never_reruns(
 ) -> None:
     sb = cluster.sandbox
     front, first = await asyncio.gather(
-        cluster.start("front", role="front", lease_seconds=LEASE, sweep_interval=0.3),
-        cluster.start("worker-1", role="worker", hang=120, lease_seconds=LEASE),
+        cluster.start(
+            "front", role="front", lease_seconds=LEASE, sweep_interval=0.3, env=env_for(agent_id)
+        ),
+        cluster.start(
+            "worker-1", role="worker", hang=120, lease_seconds=LEASE, env=env_for(agent_id)
+        ),
     )
     card = await start_scaling(cluster, front.url, agent_id)
     delivery = await sb.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     assert delivery.ok, delivery.summary()
     await sb.wait_for(lambda _: executions(cluster.effects), timeout=20)
     first.kill()
-    second = await cluster.start("worker-2", role="worker", lease_seconds=LEASE, sweep_interval=0.3)
+    second = await cluster.start(
+        "worker-2", role="worker", lease_seconds=LEASE, sweep_interval=0.3, env=env_for(agent_id)
+    )
 
     def interrupted(_: object) -> dict[str, Any] | None:
         return next((m for m in cards(sb) if "interrupted" in message_text(m).lower()), None)

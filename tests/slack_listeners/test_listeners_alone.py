@@ -13,7 +13,7 @@ from bot.slack.blocks.data import RunInfo
 from bot.slack.ids import ActionId, CallbackId
 from bot.slack.listeners.actions import on_approve, on_open_form, on_retry
 from bot.slack.listeners.events import on_home_opened
-from bot.slack.listeners.views import on_reject
+from bot.slack.listeners.views import on_reasoned
 from tests.helpers.views import filled_views
 from tests.slack_listeners.helpers import DeletedPerson, world
 
@@ -36,11 +36,11 @@ async def test_on_approve_decides_and_the_run_continues(tmp_path: Path) -> None:
         assert "Approved" in _text(w.sandbox.message(GENERAL, card["ts"]) or {})
 
 
-async def test_on_open_form_then_on_reject_rejects_with_the_reason(tmp_path: Path) -> None:
+async def test_on_open_form_then_on_reasoned_rejects_with_the_reason(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         app = w.app_with_service()
         app.action(ActionId.REJECT)(on_open_form)
-        app.view(CallbackId.REJECT)(on_reject)
+        app.view(CallbackId.REJECT)(on_reasoned)
         await w.serve(app)
         card = await w.start_deploy()
         w.model.reply(text="Not deployed.")

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
-
-import httpx
 
 from bot.agent.errors import ModelError
 from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
 from bot.agent.models.anthropic_stream import EventAssembler
-from bot.agent.models.base import FinalResponse, ModelSettings, StreamEvent, TextDelta, ToolSpec
+from bot.agent.models.base import ModelSettings, ToolSpec
 from bot.agent.models.history import answer_text, is_blank, sendable
-from bot.agent.models.http import post_json, post_sse
-from bot.agent.models.limits import DEFAULT_MAX_TOKENS, is_cut_off, request_whole, stream_whole
+from bot.agent.models.limits import DEFAULT_MAX_TOKENS, is_cut_off
+from bot.agent.models.provider import HttpModel
 
 API_VERSION = "2023-06-01"
 
@@ -79,25 +76,11 @@ def parse_message(data: dict[str, Any], model: str) -> ModelResponse:
     )
 
 
-class AnthropicModel:
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = "https://api.anthropic.com",
-        api_key: str | None = None,
-        client: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.model = model
-        self.name = f"anthropic:{model}"
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
-        self._client = client
+class AnthropicModel(HttpModel[EventAssembler]):
+    """`anthropic:<model>`: POST {base_url}/v1/messages."""
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient()
-        return self._client
+    provider = "anthropic"
+    default_base_url = "https://api.anthropic.com"
 
     @property
     def _url(self) -> str:
@@ -127,49 +110,20 @@ class AnthropicModel:
             payload["temperature"] = settings.temperature
         return payload
 
-    async def _complete(
-        self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
-    ) -> ModelResponse:
-        body = {**payload, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
-        data = await post_json(self._http(), self._url, body, self._headers, settings.timeout)
+    def _body(self, payload: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+        return {**payload, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
+
+    def _stream_body(self, payload: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+        return {**self._body(payload, max_tokens), "stream": True}
+
+    def _parse(self, data: dict[str, Any]) -> ModelResponse:
         return parse_message(data, self.model)
 
-    async def _stream_once(
-        self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
-    ) -> AsyncIterator[StreamEvent]:
-        body = {**payload, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS, "stream": True}
-        events = EventAssembler()
-        async for event in post_sse(self._http(), self._url, body, self._headers, settings.timeout):
-            text = events.add(event)
-            if text:
-                yield TextDelta(text)
-        if not events.finished:
-            raise ModelError(
-                "The model's stream ended before its answer was complete", retryable=True
-            )
-        yield FinalResponse(parse_message(events.message(), self.model))
+    def _assembler(self) -> EventAssembler:
+        return EventAssembler()
 
-    async def request(
-        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse:
-        payload = self._payload(messages, tools, settings)
-        return await request_whole(
-            lambda limit: self._complete(payload, limit, settings),
-            settings.max_tokens or DEFAULT_MAX_TOKENS,
-        )
+    def _streamed(self, events: EventAssembler) -> ModelResponse:
+        return parse_message(events.message(), self.model)
 
-    async def stream(
-        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> AsyncIterator[StreamEvent]:
-        """Text deltas as the model writes them, then the same response `request` returns."""
-        payload = self._payload(messages, tools, settings)
-        async for event in stream_whole(
-            lambda limit: self._stream_once(payload, limit, settings),
-            lambda limit: self._complete(payload, limit, settings),
-            settings.max_tokens or DEFAULT_MAX_TOKENS,
-        ):
-            yield event
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+    def _limit(self, settings: ModelSettings) -> int | None:
+        return settings.max_tokens or DEFAULT_MAX_TOKENS

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
-
-import httpx
 
 from bot.agent.errors import ModelError
 from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
-from bot.agent.models.base import FinalResponse, ModelSettings, StreamEvent, TextDelta, ToolSpec
+from bot.agent.models.base import ModelSettings, ToolSpec
 from bot.agent.models.history import answer_text, sendable
-from bot.agent.models.http import post_json, post_sse
-from bot.agent.models.limits import is_cut_off, request_whole, stream_whole
+from bot.agent.models.limits import is_cut_off
 from bot.agent.models.openai_stream import ChunkAssembler
+from bot.agent.models.provider import HttpModel
 
 
 def _to_wire(message: Message) -> dict[str, Any]:
@@ -92,27 +89,11 @@ def _tools_to_wire(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HttpModel[ChunkAssembler]):
     """`openai:<model>`: POST {base_url}/chat/completions with standard messages and tools."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = "https://api.openai.com/v1",
-        api_key: str | None = None,
-        client: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.model = model
-        self.name = f"openai:{model}"
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
-        self._client = client
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient()
-        return self._client
+    provider = "openai"
+    default_base_url = "https://api.openai.com/v1"
 
     @property
     def _url(self) -> str:
@@ -136,50 +117,18 @@ class OpenAIChatModel:
             payload["temperature"] = settings.temperature
         return payload
 
-    async def _complete(
-        self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
-    ) -> ModelResponse:
-        body = payload if max_tokens is None else {**payload, "max_tokens": max_tokens}
-        data = await post_json(self._http(), self._url, body, self._headers, settings.timeout)
+    def _body(self, payload: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+        return payload if max_tokens is None else {**payload, "max_tokens": max_tokens}
+
+    def _stream_body(self, payload: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+        body = {**payload, "stream": True, "stream_options": {"include_usage": True}}
+        return self._body(body, max_tokens)
+
+    def _parse(self, data: dict[str, Any]) -> ModelResponse:
         return parse_completion(data, self.model)
 
-    async def _stream_once(
-        self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
-    ) -> AsyncIterator[StreamEvent]:
-        body = {**payload, "stream": True, "stream_options": {"include_usage": True}}
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
-        chunks = ChunkAssembler()
-        async for chunk in post_sse(self._http(), self._url, body, self._headers, settings.timeout):
-            text = chunks.add(chunk)
-            if text:
-                yield TextDelta(text)
-        if not chunks.finished:
-            raise ModelError(
-                "The model's stream ended before its answer was complete", retryable=True
-            )
-        yield FinalResponse(parse_completion(chunks.completion(), self.model))
+    def _assembler(self) -> ChunkAssembler:
+        return ChunkAssembler()
 
-    async def request(
-        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> ModelResponse:
-        payload = self._payload(messages, tools, settings)
-        return await request_whole(
-            lambda limit: self._complete(payload, limit, settings), settings.max_tokens
-        )
-
-    async def stream(
-        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
-    ) -> AsyncIterator[StreamEvent]:
-        """Text deltas as the model writes them, then the same response `request` returns."""
-        payload = self._payload(messages, tools, settings)
-        async for event in stream_whole(
-            lambda limit: self._stream_once(payload, limit, settings),
-            lambda limit: self._complete(payload, limit, settings),
-            settings.max_tokens,
-        ):
-            yield event
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+    def _streamed(self, events: ChunkAssembler) -> ModelResponse:
+        return parse_completion(events.completion(), self.model)

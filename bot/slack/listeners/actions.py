@@ -152,19 +152,6 @@ async def on_approve_always(
         await tell_actor(client, service, body, outcome.message, outcome.request)
 
 
-async def on_revoke(
-    ack: AsyncAck,
-    body: dict[str, Any],
-    action: dict[str, Any],
-    client: AsyncWebClient,
-    context: AsyncBoltContext,
-) -> None:
-    """Revoke a standing approval, from its message in the thread."""
-    await ack()
-    service = service_of(context)
-    await _act_on_value(client, service, body, action, service.revoke)
-
-
 async def on_open_form(
     ack: AsyncAck,
     body: dict[str, Any],
@@ -233,32 +220,6 @@ async def _checked_in_view(
     return view_id, outcome.request, outcome.run
 
 
-async def on_retry(
-    ack: AsyncAck,
-    body: dict[str, Any],
-    action: dict[str, Any],
-    client: AsyncWebClient,
-    context: AsyncBoltContext,
-) -> None:
-    """Retry on a failed run's message."""
-    await ack()
-    service = service_of(context)
-    await _act_on_value(client, service, body, action, service.retry)
-
-
-async def on_cancel(
-    ack: AsyncAck,
-    body: dict[str, Any],
-    action: dict[str, Any],
-    client: AsyncWebClient,
-    context: AsyncBoltContext,
-) -> None:
-    """Cancel on a run's root message: the kill switch."""
-    await ack()
-    service = service_of(context)
-    await _act_on_value(client, service, body, action, service.cancel)
-
-
 async def _act_on_value(
     client: AsyncWebClient,
     service: Service,
@@ -271,6 +232,33 @@ async def _act_on_value(
     outcome = await use_case(action.get("value", ""), actor_from(body))
     if not outcome.ok:
         await tell_actor(client, service, body, outcome.message)
+
+
+def _acting_on_value(
+    use_case: Callable[[Service], Callable[[str, Actor], Awaitable[Outcome]]], doc: str
+) -> Callable[..., Awaitable[None]]:
+    """The listener of a button whose value names what it acts on."""
+
+    async def listener(
+        ack: AsyncAck,
+        body: dict[str, Any],
+        action: dict[str, Any],
+        client: AsyncWebClient,
+        context: AsyncBoltContext,
+    ) -> None:
+        await ack()
+        service = service_of(context)
+        await _act_on_value(client, service, body, action, use_case(service))
+
+    listener.__doc__ = doc
+    return listener
+
+
+on_revoke = _acting_on_value(
+    lambda s: s.revoke, "Revoke a standing approval, from its message in the thread."
+)
+on_retry = _acting_on_value(lambda s: s.retry, "Retry on a failed run's message.")
+on_cancel = _acting_on_value(lambda s: s.cancel, "Cancel on a run's root message: the kill switch.")
 
 
 def register(app: AsyncApp) -> None:

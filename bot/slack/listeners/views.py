@@ -114,28 +114,17 @@ async def on_edit(
     )
 
 
-async def on_reject(
+async def on_reasoned(
     ack: AsyncAck,
     body: dict[str, Any],
     view: dict[str, Any],
     client: AsyncWebClient,
     context: AsyncBoltContext,
 ) -> None:
-    """Reject, with an optional reason."""
+    """Reject (an optional reason) or Approve (with the reason the request needs)."""
     reason = modals.parse_reason(view["state"]["values"])
-    await _submit(ack, body, view, client, service_of(context), CallbackId.REJECT, reason=reason)
-
-
-async def on_approve(
-    ack: AsyncAck,
-    body: dict[str, Any],
-    view: dict[str, Any],
-    client: AsyncWebClient,
-    context: AsyncBoltContext,
-) -> None:
-    """Approve, with the reason the request needs."""
-    reason = modals.parse_reason(view["state"]["values"])
-    await _submit(ack, body, view, client, service_of(context), CallbackId.APPROVE, reason=reason)
+    decision = CallbackId(view["callback_id"])
+    await _submit(ack, body, view, client, service_of(context), decision, reason=reason)
 
 
 async def on_answer(
@@ -173,7 +162,7 @@ async def on_review(
 
 def register(app: AsyncApp) -> None:
     app.view(CallbackId.EDIT)(on_edit)
-    app.view(CallbackId.REJECT)(on_reject)
+    app.view(CallbackId.REJECT)(on_reasoned)
     app.view(CallbackId.ANSWER)(on_answer)
     app.view(CallbackId.REVIEW)(on_review)
-    app.view(CallbackId.APPROVE)(on_approve)
+    app.view(CallbackId.APPROVE)(on_reasoned)

@@ -1,0 +1,144 @@
+"""What the HTTP providers share: the client, whole and streamed requests, and the stream loop.
+
+A provider (OpenAI-compatible chat completions, Anthropic messages) says only what differs:
+its URL, headers and payload, how a whole answer is asked for and parsed, and how its stream
+events are assembled (`StreamAssembler`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Generic, Protocol, TypeVar
+
+import httpx
+
+from bot.agent.errors import ModelError
+from bot.agent.messages import Message, ModelResponse
+from bot.agent.models.base import FinalResponse, ModelSettings, StreamEvent, TextDelta, ToolSpec
+from bot.agent.models.http import post_json, post_sse
+from bot.agent.models.limits import request_whole, stream_whole
+
+
+class StreamAssembler(Protocol):
+    """Builds one answer from a provider's stream events."""
+
+    @property
+    def finished(self) -> bool: ...
+
+    def add(self, event: dict[str, Any]) -> str | None:
+        """Take one event; return the text it adds to the answer, if any."""
+
+
+A = TypeVar("A", bound=StreamAssembler)
+
+
+class HttpModel(Generic[A]):
+    """A model behind an HTTP API (subclasses set `provider` and `default_base_url`)."""
+
+    provider = ""
+    default_base_url = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.model = model
+        self.name = f"{self.provider}:{model}"
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self._api_key = api_key
+        self._client = client
+
+    # -- what a provider says --------------------------------------------------------------
+
+    @property
+    def _url(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _payload(
+        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
+    ) -> dict[str, Any]:
+        """The request body without max_tokens (raises EmptyPromptError for a blank prompt)."""
+        raise NotImplementedError
+
+    def _body(self, payload: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+        """The body of a whole request with this output limit."""
+        raise NotImplementedError
+
+    def _stream_body(self, payload: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+        """The body of a streamed request with this output limit."""
+        raise NotImplementedError
+
+    def _parse(self, data: dict[str, Any]) -> ModelResponse:
+        raise NotImplementedError
+
+    def _assembler(self) -> A:
+        raise NotImplementedError
+
+    def _streamed(self, events: A) -> ModelResponse:
+        """The whole answer of a finished stream, as `_parse` gives it for a whole request."""
+        raise NotImplementedError
+
+    def _limit(self, settings: ModelSettings) -> int | None:
+        """The output limit of a first attempt (None: the provider's own)."""
+        return settings.max_tokens
+
+    # -- shared ----------------------------------------------------------------------------
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient()
+        return self._client
+
+    async def _complete(
+        self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
+    ) -> ModelResponse:
+        body = self._body(payload, max_tokens)
+        data = await post_json(self._http(), self._url, body, self._headers, settings.timeout)
+        return self._parse(data)
+
+    async def _stream_once(
+        self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
+    ) -> AsyncIterator[StreamEvent]:
+        body = self._stream_body(payload, max_tokens)
+        events = self._assembler()
+        async for event in post_sse(self._http(), self._url, body, self._headers, settings.timeout):
+            text = events.add(event)
+            if text:
+                yield TextDelta(text)
+        if not events.finished:
+            raise ModelError(
+                "The model's stream ended before its answer was complete", retryable=True
+            )
+        yield FinalResponse(self._streamed(events))
+
+    async def request(
+        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        payload = self._payload(messages, tools, settings)
+        return await request_whole(
+            lambda limit: self._complete(payload, limit, settings), self._limit(settings)
+        )
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
+    ) -> AsyncIterator[StreamEvent]:
+        """Text deltas as the model writes them, then the same response `request` returns."""
+        payload = self._payload(messages, tools, settings)
+        async for event in stream_whole(
+            lambda limit: self._stream_once(payload, limit, settings),
+            lambda limit: self._complete(payload, limit, settings),
+            self._limit(settings),
+        ):
+            yield event
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
