@@ -18,26 +18,20 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 from langchain.agents.middleware.human_in_the_loop import (
     ActionRequest,
     ApproveDecision,
     Decision,
-    DecisionType,
     EditDecision,
-    HITLRequest,
     HITLResponse,
-    HumanInTheLoopMiddleware,
     RejectDecision,
     ReviewConfig,
-    ToolApprovalRequest,
 )
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
@@ -54,6 +48,17 @@ from bot.adapters.framework import (
     agent_id_of,
     decisions_by_call,
 )
+from bot.adapters.langgraph_hitl import (
+    SAYSO_DECISIONS,
+    actions_of,
+    arguments_schema,
+    card_decisions,
+    middleware_decision,
+    response_to,
+    review_policies,
+    title_of,
+    tool_schemas,
+)
 from bot.adapters.langgraph_threads import export_thread, graph_on, import_thread, new_thread
 from bot.agent import Message
 from bot.agent.tools import render_output
@@ -62,86 +67,12 @@ from bot.client import ApprovalExpired, ApprovalRejected, AsyncSaysoClient, outc
 from bot.client import Decision as SaysoDecision
 
 NO_DECISION = "Nobody decided in time; the tool call was not run."
-SAYSO_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject")
-"""The middleware's decisions a card can offer ("respond" has no button)."""
 
 
 def idempotency_key(interrupt: Interrupt, index: int) -> str:
     """The key of an interrupt's `index`-th action. Interrupt ids are kept in the thread's
     checkpoint, so the same pending action always maps to the same request."""
     return f"langgraph:{interrupt.id}:{index}"
-
-
-def tool_schemas(graph: Pregel) -> dict[str, dict[str, Any]]:
-    """The JSON Schema of each tool's arguments, as the model sees them (it lets an approver
-    Edit, validated against it), from the graph's tool nodes."""
-    schemas: dict[str, dict[str, Any]] = {}
-    for node in graph.nodes.values():
-        if isinstance(node.bound, ToolNode):
-            for name, tool in node.bound.tools_by_name.items():
-                schemas[name] = _arguments_schema(tool)
-    return schemas
-
-
-def _arguments_schema(tool: BaseTool) -> dict[str, Any]:
-    parameters = convert_to_openai_tool(tool)["function"].get("parameters") or {}
-    return {"type": "object", "properties": {}, **parameters}
-
-
-def actions_of(interrupt: Interrupt) -> list[tuple[ActionRequest, ReviewConfig]]:
-    """The actions awaiting review in a HumanInTheLoopMiddleware interrupt, each with its
-    review config: the batched `HITLRequest`, or a per-call `ToolApprovalRequest`."""
-    value = interrupt.value
-    if isinstance(value, Mapping) and value.get("type") == "tool_approval":
-        call = cast(ToolApprovalRequest, value)
-        action = ActionRequest(name=call["name"], args=call["args"])
-        if call.get("description"):
-            action["description"] = call["description"]
-        allowed = _per_call_decisions(interrupt.response_schema)
-        return [(action, ReviewConfig(action_name=call["name"], allowed_decisions=allowed))]
-    if isinstance(value, Mapping) and "action_requests" in value:
-        request = cast(HITLRequest, value)
-        configs = {c["action_name"]: c for c in request.get("review_configs", [])}
-        pairs = []
-        for action in request["action_requests"]:
-            config = configs.get(action["name"])
-            if config is None:
-                raise ValueError(f"interrupt {interrupt.id}: no review config for {action['name']}")
-            pairs.append((action, config))
-        return pairs
-    raise TypeError(
-        f"interrupt {interrupt.id} is not HumanInTheLoopMiddleware's (value: {value!r:.200})"
-    )
-
-
-def _per_call_decisions(response_schema: Any) -> list[Any]:
-    """The decision types a per-call interrupt's `response_schema` (JSON Schema) accepts."""
-    if not isinstance(response_schema, Mapping):
-        return list(SAYSO_DECISIONS)
-    mapping = (response_schema.get("discriminator") or {}).get("mapping")
-    if isinstance(mapping, Mapping):
-        return list(mapping)
-    kind = (response_schema.get("properties") or {}).get("type") or {}
-    return [kind["const"]] if "const" in kind else list(SAYSO_DECISIONS)
-
-
-def _card_decisions(config: ReviewConfig) -> list[str]:
-    allowed: list[str] = [d for d in config["allowed_decisions"] if d in SAYSO_DECISIONS]
-    if not allowed:
-        raise ValueError(
-            f"{config['action_name']}: none of {config['allowed_decisions']} can be decided "
-            f"on a card (sayso offers {', '.join(SAYSO_DECISIONS)})"
-        )
-    return allowed
-
-
-def title_of(action: ActionRequest) -> str:
-    """The card's title: the first line of the action's description (the middleware's
-    `description_prefix` or the review's own description; the card shows the arguments
-    itself), else "Run <tool>"."""
-    lines = [line.strip() for line in action.get("description", "").splitlines()]
-    first = next((line for line in lines if line), "")
-    return first[:2000] or f"Run {action['name']}"
 
 
 async def ask(
@@ -160,7 +91,7 @@ async def ask(
         tool=action["name"],
         arguments=dict(action["args"]),
         schema=config.get("args_schema") or schema,
-        allowed_decisions=_card_decisions(config),
+        allowed_decisions=card_decisions(config),
         idempotency_key=idempotency_key(interrupt, index),
         **fields,
     )
@@ -234,14 +165,6 @@ async def answer(
         )
         for interrupt in interrupts
     }
-
-
-def response_to(interrupt: Interrupt, decisions: list[Decision]) -> HITLResponse | Decision:
-    """An interrupt's resume value: a `HITLResponse` for a batched interrupt (its decisions in
-    the order of its actions), the single decision for a per-call one."""
-    if isinstance(interrupt.value, Mapping) and interrupt.value.get("type") == "tool_approval":
-        return decisions[0]
-    return HITLResponse(decisions=decisions)
 
 
 class _Thread:
@@ -351,18 +274,6 @@ async def run_with_approvals(
 # -- run by /sayso ---------------------------------------------------------------------------
 
 
-def review_policies(graph: Pregel) -> dict[str, list[DecisionType]]:
-    """The decisions each gated tool allows, from the graph's HumanInTheLoopMiddleware (its
-    `after_model` node is the middleware's bound method)."""
-    policies: dict[str, list[DecisionType]] = {}
-    for node in graph.nodes.values():
-        middleware = getattr(getattr(node.bound, "func", None), "__self__", None)
-        if isinstance(middleware, HumanInTheLoopMiddleware):
-            for name, config in middleware.interrupt_on.items():
-                policies[name] = list(config["allowed_decisions"])
-    return policies
-
-
 def framework_tools(graph: Pregel) -> list[FrameworkTool]:
     """The graph's tools as sayso shows them on cards: description, Edit form, decisions."""
     policies = review_policies(graph)
@@ -372,8 +283,8 @@ def framework_tools(graph: Pregel) -> list[FrameworkTool]:
             continue
         for name, tool in node.bound.tools_by_name.items():
             allowed = policies.get(name, list(SAYSO_DECISIONS))
-            decisions = _card_decisions(ReviewConfig(action_name=name, allowed_decisions=allowed))
-            tool_schema = _arguments_schema(tool)
+            decisions = card_decisions(ReviewConfig(action_name=name, allowed_decisions=allowed))
+            tool_schema = arguments_schema(tool)
             shown = cast(list[ApprovalDecision], decisions)
             tools.append(FrameworkTool(name, tool.description, tool_schema, shown))
     return tools
@@ -382,23 +293,6 @@ def framework_tools(graph: Pregel) -> list[FrameworkTool]:
 def call_id(interrupt: Interrupt, index: int) -> str:
     """The sayso call id of an interrupt's `index`-th action."""
     return f"{interrupt.id}:{index}"
-
-
-def middleware_decision(
-    action: ActionRequest, config: ReviewConfig, decided: CallDecision
-) -> Decision:
-    """A `/sayso` card's decision as the middleware's."""
-    if decided.type == "reject":
-        reject = RejectDecision(type="reject")
-        if decided.reason:
-            reject["message"] = decided.reason
-        return reject
-    args = decided.arguments
-    if decided.type == "edit" and args is not None and args != action["args"]:
-        if "edit" not in config["allowed_decisions"]:
-            raise ValueError(f"{action['name']}: the review config does not allow edits")
-        return EditDecision(type="edit", edited_action={"name": action["name"], "args": args})
-    return ApproveDecision(type="approve")
 
 
 def chat_input(conversation: list[Message]) -> dict[str, Any]:

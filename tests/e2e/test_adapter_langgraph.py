@@ -24,13 +24,12 @@ from langgraph.types import Interrupt
 
 from bot.adapters.langgraph import (
     NO_DECISION,
-    actions_of,
     decision_of,
     idempotency_key,
     resolve,
     run_with_approvals,
-    title_of,
 )
+from bot.adapters.langgraph_hitl import actions_of, title_of
 from bot.client import ApprovalExpired, AsyncSaysoClient
 from tests.e2e.api_flows import make_key
 from tests.e2e.harness import Harness, has_button, message_text
