@@ -44,6 +44,7 @@ def tool_schemas(graph: Pregel) -> dict[str, dict[str, Any]]:
 
 
 def arguments_schema(tool: BaseTool) -> dict[str, Any]:
+    """A tool's arguments as the model sees them (an object schema, for the Edit form)."""
     parameters = convert_to_openai_tool(tool)["function"].get("parameters") or {}
     return {"type": "object", "properties": {}, **parameters}
 
@@ -86,6 +87,7 @@ def _per_call_decisions(response_schema: Any) -> list[Any]:
 
 
 def card_decisions(config: ReviewConfig) -> list[str]:
+    """The review config's decisions a card can offer; ValueError when there is none."""
     allowed: list[str] = [d for d in config["allowed_decisions"] if d in SAYSO_DECISIONS]
     if not allowed:
         raise ValueError(
