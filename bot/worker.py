@@ -133,12 +133,16 @@ async def run_worker(
 ) -> None:
     """A worker with its own Store and Slack client, on the running event loop, until `stop`."""
     from bot.agent.scrub import install_log_scrubbing
+    from bot.api.webhooks import WebhookSender
     from bot.slack.app import build_service, build_store, web_client
 
     install_log_scrubbing()  # `sayso worker` never builds a bot: its logs are scrubbed too
     client = web_client(settings)
     store = build_store(settings)
     service = build_service(settings, agents, store, client)
+    # The sweep runs here, not on the fronts: the API requests it expires get their webhooks
+    # from here (a delivery is claimed before each attempt, so no replica sends one twice).
+    webhooks = WebhookSender(service.api, interval=min(settings.sayso_sweep_interval, 1.0))
     try:
         if upgrade:
             await store.upgrade()
@@ -155,7 +159,11 @@ async def run_worker(
         )
         if on_started is not None:
             on_started(worker)
-        await worker.run(stop)
+        await webhooks.start()
+        try:
+            await worker.run(stop)
+        finally:
+            await webhooks.stop()
     finally:
         await store.close()
 

@@ -69,6 +69,7 @@ class Harness:
         if self.split:
             self.worker = EmbeddedWorker(self.settings(), registry)
             self.bot.hand_runs_to_workers(self.worker.wake)
+            self.bot.policy_reloaders.append(self.worker.reload_policy)  # as `sayso run`
         await self.bot.start()
         if self.worker is not None:
             await self.worker.start()
