@@ -188,6 +188,12 @@ class EmbeddedWorker:
         worker = self._worker
         return worker is not None and bool(worker.runs_in_flight or worker.service.runner.busy)
 
+    @property
+    def service(self) -> Service | None:
+        """The service driving the runs, once started (its store and Slack client are bound to
+        the worker's event loop)."""
+        return self._worker.service if self._worker is not None else None
+
     def wake(self, run_id: str | None = None) -> None:
         if self._worker is not None:
             self._worker.wake(run_id)

@@ -13,6 +13,7 @@ from bot.agent import Agent
 from bot.config import Settings
 from bot.sandbox import SlackSandbox
 from bot.serve import free_port
+from bot.service import Service
 from bot.service.registry import AgentRegistry
 from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
@@ -44,6 +45,16 @@ class Harness:
         """Front and worker split as `sayso run` does (the worker on its own thread and loop);
         else the in-process mode, one event loop driving the runs it starts."""
         self.worker: EmbeddedWorker | None = None
+
+    @property
+    def driver(self) -> Service:
+        """The service that drives the runs and sweeps: the worker's in split mode, else the
+        bot's. Split, its store is bound to the worker's event loop: read through `bot.store`."""
+        service = self.worker.service if self.worker is not None else None
+        if service is None:
+            assert self.bot is not None, "the bot is not running"
+            service = self.bot.service
+        return service
 
     @property
     def url(self) -> str:

@@ -142,7 +142,8 @@ class Cluster:
         if die_after_decision:
             front_cmd.append("--die-after-decision")
         log_path = self.tmp_path / f"{name}.log"
-        proc = _spawn(front_cmd, environ, log_path)
+        # a split replica's front leads a new process group in this session: its worker joins it
+        proc = _spawn(front_cmd, environ, log_path, group=0 if split else None)
         replica = Replica(name, port, proc, log_path)
         self.replicas.append(replica)
         if split:
@@ -216,7 +217,8 @@ def _spawn(
     cmd: list[str], env: dict[str, str], log_path: Path, *, group: int | None = None
 ) -> subprocess.Popen[bytes]:
     """Start a replica in its own session and process group (so it can be killed with its
-    children), or in the process group `group` (a split replica's worker joins its front's)."""
+    children), or in the process group `group` (0: a new one) of this session: a process may
+    join only a group of its own session, as a split replica's worker joins its front's."""
     with open(log_path, "wb") as log:
         if group is not None:
             return subprocess.Popen(
