@@ -26,7 +26,10 @@ from bot.config import Settings
 
 if TYPE_CHECKING:
     from bot.service import Service
+    from bot.service.notifier import RequestNotifier
     from bot.service.registry import AgentRegistry
+    from bot.slack.app import Bot
+    from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.worker")
 
@@ -140,9 +143,9 @@ async def run_worker(
     client = web_client(settings)
     store = build_store(settings)
     service = build_service(settings, agents, store, client)
-    # The sweep runs here, not on the fronts: the API requests it expires get their webhooks
-    # from here (a delivery is claimed before each attempt, so no replica sends one twice).
-    webhooks = WebhookSender(service.api, interval=min(settings.sayso_sweep_interval, 1.0))
+    # The sweep runs here, not on the fronts: the API requests it expires get the first attempt
+    # of their webhooks from here; the fronts make the retries (each attempt is claimed first).
+    webhooks = WebhookSender(service.api)
     try:
         if upgrade:
             await store.upgrade()
@@ -159,7 +162,7 @@ async def run_worker(
         )
         if on_started is not None:
             on_started(worker)
-        await webhooks.start()
+        await webhooks.start(retries=False)
         try:
             await worker.run(stop)
         finally:
@@ -170,7 +173,8 @@ async def run_worker(
 
 class EmbeddedWorker:
     """The worker of `sayso run`: its own thread and event loop, so that driving runs never
-    delays an ack. The front wakes it in-process (`wake`) when it hands a run off."""
+    delays an ack. The front wakes it in-process (`wake`) when it hands a run off (see
+    `attach`)."""
 
     def __init__(self, settings: Settings, agents: AgentRegistry) -> None:
         self.settings = settings
@@ -181,6 +185,17 @@ class EmbeddedWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
+        self._front_loop: asyncio.AbstractEventLoop | None = None
+        self._front_notifier: RequestNotifier | None = None
+
+    def attach(self, bot: Bot) -> None:
+        """Make `bot` this worker's front, as `sayso run` does: it hands its runs here (woken
+        in-process), SIGHUP reloads this worker's policy too, and the API long-polls waiting on
+        the front wake when this worker settles their request (an expiry, found by its sweep;
+        SQLite has no NOTIFY to tell them)."""
+        bot.hand_runs_to_workers(self.wake)
+        bot.policy_reloaders.append(self.reload_policy)
+        self._front_notifier = bot.service.api.notifier
 
     @property
     def busy(self) -> bool:
@@ -207,6 +222,7 @@ class EmbeddedWorker:
                 loop.call_soon_threadsafe(worker.service.reload_policy)
 
     async def start(self, limit: float = 30.0) -> None:
+        self._front_loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._main, name="sayso-worker", daemon=True)
         self._thread.start()
         await asyncio.to_thread(self._started.wait, limit)
@@ -238,7 +254,14 @@ class EmbeddedWorker:
         self._stop = asyncio.Event()
 
         def started(worker: Worker) -> None:
+            worker.service.api.settled_hooks.append(self._settled)
             self._worker = worker
             self._started.set()
 
         await run_worker(self.settings, self.agents, self._stop, upgrade=False, on_started=started)
+
+    async def _settled(self, request: ApprovalRequestRecord) -> None:
+        loop, notifier = self._front_loop, self._front_notifier
+        if loop is not None and notifier is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the front's loop closed meanwhile
+                loop.call_soon_threadsafe(notifier.wake, request.id, request)

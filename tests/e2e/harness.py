@@ -79,8 +79,7 @@ class Harness:
         self.bot = build_bot(self.settings(), registry)
         if self.split:
             self.worker = EmbeddedWorker(self.settings(), registry)
-            self.bot.hand_runs_to_workers(self.worker.wake)
-            self.bot.policy_reloaders.append(self.worker.reload_policy)  # as `sayso run`
+            self.worker.attach(self.bot)  # as `sayso run` does
         await self.bot.start()
         if self.worker is not None:
             await self.worker.start()

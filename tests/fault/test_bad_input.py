@@ -200,7 +200,7 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
     bot = build_bot(config, agents)
     worker = EmbeddedWorker(config, agents) if SPLIT else None
     if worker is not None:
-        bot.hand_runs_to_workers(worker.wake)
+        worker.attach(bot)
     await bot.start()
     if worker is not None:
         await worker.start()
