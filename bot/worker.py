@@ -4,8 +4,10 @@
 - `sayso run` runs its front on the main event loop and an `EmbeddedWorker` on a thread with
   its own event loop, its own Store (engine) and its own Slack client: engines and clients are
   bound to the loop that made them.
-- The e2e fixtures and fault replicas keep the in-process mode: `build_bot(...)` alone drives
-  the runs it starts on its own loop (`Bot.drives_runs`).
+- The e2e fixtures and fault replicas use the in-process mode by default: `build_bot(...)`
+  alone drives the runs it starts on its own loop (`Bot.drives_runs`). With
+  `SAYSO_TEST_SPLIT=1` they run split: the e2e bot as `sayso run`, each fault replica as a
+  front process plus a worker process.
 
 Concurrency counts runs in flight (a run awaiting its model or a tool holds one slot, and no
 CPU): `SAYSO_WORKER_CONCURRENCY`, default 200. Loading and presenting, the CPU-bound part, is
