@@ -118,9 +118,10 @@ async def serve(
 
     bot = build_bot(settings, agents)
     embedded = EmbeddedWorker(settings, agents) if worker else None
-    bot.hand_runs_to_workers(embedded.wake if embedded is not None else _remote_workers)
     if embedded is not None:
-        bot.policy_reloaders.append(embedded.reload_policy)
+        embedded.attach(bot)
+    else:
+        bot.hand_runs_to_workers(_remote_workers)
     async with started(bot):
         if embedded is not None:
             await embedded.start()

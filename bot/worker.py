@@ -4,8 +4,10 @@
 - `sayso run` runs its front on the main event loop and an `EmbeddedWorker` on a thread with
   its own event loop, its own Store (engine) and its own Slack client: engines and clients are
   bound to the loop that made them.
-- The e2e fixtures and fault replicas keep the in-process mode: `build_bot(...)` alone drives
-  the runs it starts on its own loop (`Bot.drives_runs`).
+- The e2e fixtures and fault replicas use the in-process mode by default: `build_bot(...)`
+  alone drives the runs it starts on its own loop (`Bot.drives_runs`). With
+  `SAYSO_TEST_SPLIT=1` they run split: the e2e bot as `sayso run`, each fault replica as a
+  front process plus a worker process.
 
 Concurrency counts runs in flight (a run awaiting its model or a tool holds one slot, and no
 CPU): `SAYSO_WORKER_CONCURRENCY`, default 200. Loading and presenting, the CPU-bound part, is
@@ -26,7 +28,10 @@ from bot.config import Settings
 
 if TYPE_CHECKING:
     from bot.service import Service
+    from bot.service.notifier import RequestNotifier
     from bot.service.registry import AgentRegistry
+    from bot.slack.app import Bot
+    from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.worker")
 
@@ -133,12 +138,16 @@ async def run_worker(
 ) -> None:
     """A worker with its own Store and Slack client, on the running event loop, until `stop`."""
     from bot.agent.scrub import install_log_scrubbing
+    from bot.api.webhooks import WebhookSender
     from bot.slack.app import build_service, build_store, web_client
 
     install_log_scrubbing()  # `sayso worker` never builds a bot: its logs are scrubbed too
     client = web_client(settings)
     store = build_store(settings)
     service = build_service(settings, agents, store, client)
+    # The sweep runs here, not on the fronts: the API requests it expires get the first attempt
+    # of their webhooks from here; the fronts make the retries (each attempt is claimed first).
+    webhooks = WebhookSender(service.api)
     try:
         if upgrade:
             await store.upgrade()
@@ -155,14 +164,19 @@ async def run_worker(
         )
         if on_started is not None:
             on_started(worker)
-        await worker.run(stop)
+        await webhooks.start(retries=False)
+        try:
+            await worker.run(stop)
+        finally:
+            await webhooks.stop()
     finally:
         await store.close()
 
 
 class EmbeddedWorker:
     """The worker of `sayso run`: its own thread and event loop, so that driving runs never
-    delays an ack. The front wakes it in-process (`wake`) when it hands a run off."""
+    delays an ack. The front wakes it in-process (`wake`) when it hands a run off (see
+    `attach`)."""
 
     def __init__(self, settings: Settings, agents: AgentRegistry) -> None:
         self.settings = settings
@@ -173,12 +187,29 @@ class EmbeddedWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
+        self._front_loop: asyncio.AbstractEventLoop | None = None
+        self._front_notifier: RequestNotifier | None = None
+
+    def attach(self, bot: Bot) -> None:
+        """Make `bot` this worker's front, as `sayso run` does: it hands its runs here (woken
+        in-process), SIGHUP reloads this worker's policy too, and the API long-polls waiting on
+        the front wake when this worker settles their request (an expiry, found by its sweep;
+        SQLite has no NOTIFY to tell them)."""
+        bot.hand_runs_to_workers(self.wake)
+        bot.policy_reloaders.append(self.reload_policy)
+        self._front_notifier = bot.service.api.notifier
 
     @property
     def busy(self) -> bool:
         """Is a run being driven (or claimed) here now? (For tests waiting for quiet.)"""
         worker = self._worker
         return worker is not None and bool(worker.runs_in_flight or worker.service.runner.busy)
+
+    @property
+    def service(self) -> Service | None:
+        """The service driving the runs, once started (its store and Slack client are bound to
+        the worker's event loop)."""
+        return self._worker.service if self._worker is not None else None
 
     def wake(self, run_id: str | None = None) -> None:
         if self._worker is not None:
@@ -193,6 +224,7 @@ class EmbeddedWorker:
                 loop.call_soon_threadsafe(worker.service.reload_policy)
 
     async def start(self, limit: float = 30.0) -> None:
+        self._front_loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._main, name="sayso-worker", daemon=True)
         self._thread.start()
         await asyncio.to_thread(self._started.wait, limit)
@@ -224,7 +256,14 @@ class EmbeddedWorker:
         self._stop = asyncio.Event()
 
         def started(worker: Worker) -> None:
+            worker.service.api.settled_hooks.append(self._settled)
             self._worker = worker
             self._started.set()
 
         await run_worker(self.settings, self.agents, self._stop, upgrade=False, on_started=started)
+
+    async def _settled(self, request: ApprovalRequestRecord) -> None:
+        loop, notifier = self._front_loop, self._front_notifier
+        if loop is not None and notifier is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the front's loop closed meanwhile
+                loop.call_soon_threadsafe(notifier.wake, request.id, request)

@@ -64,9 +64,12 @@ class WebhookSender:
         self._tasks: set[asyncio.Task[Any]] = set()
         api.settled_hooks.append(self.on_settled)
 
-    async def start(self) -> None:
+    async def start(self, *, retries: bool = True) -> None:
+        """Deliver from now on; `retries`: also make the due retries of every replica's
+        deliveries (fronts do; a worker only makes the first attempt of what it settled)."""
         self._client = httpx.AsyncClient(timeout=self.timeout)
-        self._loop = asyncio.create_task(self._retry_forever(), name="webhooks")
+        if retries:
+            self._loop = asyncio.create_task(self._retry_forever(), name="webhooks")
 
     async def stop(self) -> None:
         if self._loop is not None:

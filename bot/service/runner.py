@@ -46,6 +46,10 @@ log = logging.getLogger("sayso.service")
 QUEUED_KEY = "_sayso_queued"
 """In a handed-off run's saved context while its root message says "queued": the worker that
 takes the run removes it (tools never see it) and updates the root message."""
+FRESH_KEY = "_sayso_fresh"
+"""In a handed-off new run's (or follow-up's) saved context: the worker that takes the run
+removes it and streams the run's text, as a front driving the run itself would. A retry, or the
+recovery of a run that saved a step since, never streams (its text may have been shown)."""
 
 
 @dataclass(frozen=True)
@@ -271,7 +275,7 @@ class Runner:
             model=agent.model,
             messages=conversation,
             max_steps=agent.max_steps,
-            context=context,
+            context={**context, FRESH_KEY: True},
         )
         await self.store.accessor(lease, self.request_policy(agent)).save(RunResult(run=run))
         await self.store.hand_off(lease)
@@ -405,9 +409,13 @@ class Runner:
         elif status == "running":
             if result.run.context.pop(QUEUED_KEY, None) and not result.run.context.get("follow_up"):
                 await self.safely(self.presenter.update_root(run))  # queued -> running
+            fresh = bool(result.run.context.pop(FRESH_KEY, None))
 
             async def fn(acc: Any, ev: Any) -> RunResult:
                 return await agent.recover(run=result, state=acc, on_event=ev)
+
+            await self._drive(lease, agent, fn, slot_held=slot_held, stream=fresh)
+            return
 
         else:
             await self.store.release(lease)

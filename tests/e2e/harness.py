@@ -15,6 +15,7 @@ from bot.agent import Agent
 from bot.config import Settings
 from bot.sandbox import SlackSandbox
 from bot.serve import free_port
+from bot.service import Service
 from bot.service.registry import AgentRegistry
 from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
@@ -54,6 +55,16 @@ class Harness:
         self.worker: EmbeddedWorker | None = None
 
     @property
+    def driver(self) -> Service:
+        """The service that drives the runs and sweeps: the worker's in split mode, else the
+        bot's. Split, its store is bound to the worker's event loop: read through `bot.store`."""
+        service = self.worker.service if self.worker is not None else None
+        if service is None:
+            assert self.bot is not None, "the bot is not running"
+            service = self.bot.service
+        return service
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
@@ -76,7 +87,7 @@ class Harness:
         self.bot = build_bot(self.settings(), registry)
         if self.split:
             self.worker = EmbeddedWorker(self.settings(), registry)
-            self.bot.hand_runs_to_workers(self.worker.wake)
+            self.worker.attach(self.bot)  # as `sayso run` does
         await self.bot.start()
         if self.worker is not None:
             await self.worker.start()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from bot.service.api_requests import SAFETY_RECHECK
 from tests.e2e.api_flows import card_of, create, http, make_key
 from tests.e2e.harness import Harness, has_button, message_text
 from tests.helpers.views import filled_views
@@ -98,8 +99,11 @@ async def test_expiry_and_cancel(harness: Harness) -> None:
     token, _ = await make_key(h)
     expiring = (await create(h, token, tool="deploy", expires_in=0.5)).json()
     async with http(h, token) as client:
+        polled = time.monotonic()
         state = (await client.get(f"/v1/requests/{expiring['id']}?wait=10")).json()
         assert state["status"] == "expired" and state["decision"] is None
+        # woken by the expiry (split: in the worker), not by the long-poll's safety re-check
+        assert time.monotonic() - polled < SAFETY_RECHECK
         await h.sandbox.wait_for(
             lambda sb: "expired" in message_text(card_of(h, expiring["message_ts"])).lower()
         )

@@ -13,12 +13,6 @@ from tests.e2e.flows import start_deploy, wait_answer
 from tests.e2e.harness import Harness, has_button, message_text
 from tests.helpers.waiting import eventually
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("SAYSO_TEST_SPLIT") == "1",
-    reason="reaches into the in-process runner, store and presenter (tests/fault/test_workers.py "
-    "covers split processes)",
-)
-
 
 async def crash(h: Harness) -> None:
     """Stop the bot the way a killed process stops: no lease release, no goodbye."""
@@ -36,6 +30,11 @@ async def crash(h: Harness) -> None:
     await bot.store.close()
 
 
+@pytest.mark.skipif(
+    os.environ.get("SAYSO_TEST_SPLIT") == "1",
+    reason="kills the in-process runner in place; split, tests/fault/test_workers.py kills a "
+    "worker process and tests/fault/test_replicas.py a whole replica",
+)
 async def test_run_held_by_a_dead_replica_is_recovered_by_another(harness: Harness) -> None:
     h = harness
     await h.stop_bot()
@@ -103,7 +102,7 @@ async def test_one_failed_lease_renewal_does_not_hand_a_running_tool_to_another_
     h.settings_overrides = {"sayso_lease_seconds": 1}
     await h.start_bot()
     assert h.bot is not None
-    store = h.bot.store
+    store = h.driver.store  # the store of whoever holds the run's lease
     real_renew = store.renew
     blips: list[str] = []
 
@@ -133,7 +132,7 @@ async def test_one_failed_lease_renewal_does_not_hand_a_running_tool_to_another_
     assert "interrupted" not in h.thread_text().lower()  # the call was still running
     assert h.cards() == []  # nothing left asking for a decision
     assert len(h.effects.deploys) == 1
-    run = (await store.list_runs())[0]
+    run = (await h.bot.store.list_runs())[0]
     assert run.status == "completed"
 
 
@@ -144,7 +143,7 @@ async def test_cards_a_process_failed_to_post_are_posted_by_the_sweep(
 
     h = harness
     monkeypatch.setattr(bot.service, "CARD_GRACE", __import__("datetime").timedelta(0))
-    presenter = h.bot.service.presenter
+    presenter = h.driver.presenter  # whoever drives the run posts its cards
     real = presenter.post_card
     failures = []
 

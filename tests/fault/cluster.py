@@ -1,7 +1,14 @@
-"""Replicas of the real bot as subprocesses (`python -m tests.fault.replica`) on one database."""
+"""Replicas of the real bot as subprocesses (`python -m tests.fault.replica`) on one database.
+
+With `SAYSO_TEST_SPLIT=1` (or `Cluster(split=True)`) each replica is two processes, as a
+deployment of `sayso run --no-worker` beside `sayso worker` on one machine: a front that
+acknowledges Slack and hands every run off, and a worker that claims and drives the runs.
+The pair is one process group, so killing the replica (or its fault injection) kills both.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -18,14 +25,24 @@ from tests.fault.slack import SECRET, TOKEN
 from tests.helpers.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
+SPLIT = os.environ.get("SAYSO_TEST_SPLIT") == "1"
 
 
 @dataclass
 class Replica:
+    """One replica: a single process, or (split) a front `proc` with its `worker` process."""
+
     name: str
     port: int
     proc: subprocess.Popen[bytes]
     log_path: Path
+    worker: subprocess.Popen[bytes] | None = None
+    worker_log_path: Path | None = None
+
+    @property
+    def driver(self) -> subprocess.Popen[bytes]:
+        """The process that drives this replica's runs (where its tool bodies run)."""
+        return self.worker or self.proc
 
     @property
     def url(self) -> str:
@@ -36,16 +53,21 @@ class Replica:
         return f"http://127.0.0.1:{self.port}"
 
     def kill(self) -> None:
-        """SIGKILL the whole process group: no lease release, no goodbye."""
-        if self.proc.poll() is None:
+        """SIGKILL the whole process group (front and worker): no lease release, no goodbye."""
+        if self.proc.poll() is None or (self.worker is not None and self.worker.poll() is None):
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         self.proc.wait(timeout=10)
+        if self.worker is not None:
+            self.worker.wait(timeout=10)
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        """The replica's log; a split replica's front log, then its worker's."""
+        return _read(self.log_path) + (
+            _read(self.worker_log_path) if self.worker_log_path is not None else ""
+        )
 
 
 @dataclass
@@ -57,6 +79,8 @@ class Cluster:
     sandbox: SlackSandbox
     model: FakeModelServer
     replicas: list[Replica] = field(default_factory=list)
+    split: bool = SPLIT
+    """Each replica (role "replica") is a front process plus a worker process."""
 
     @property
     def effects(self) -> Path:
@@ -75,7 +99,9 @@ class Cluster:
         role: str = "replica",
         env: dict[str, str] | None = None,
     ) -> Replica:
-        """Start a replica; `role` "front" or "worker" splits it (see tests/fault/replica.py)."""
+        """Start a replica; `role` "front" or "worker" starts one half of one (see
+        tests/fault/replica.py). A "replica" of a split cluster is both halves, started
+        together; `die_after_decision` then applies to the front, which takes decisions."""
         port = free_port()
         environ = {
             **os.environ,
@@ -108,37 +134,53 @@ class Cluster:
             str(hang),
             "--min-approvals",
             str(min_approvals),
-            "--role",
-            role,
         ]
         if escalate_after is not None:
             cmd += ["--escalate-after", str(escalate_after)]
+        split = role == "replica" and self.split
+        front_cmd = [*cmd, "--role", "front" if split else role]
         if die_after_decision:
-            cmd.append("--die-after-decision")
+            front_cmd.append("--die-after-decision")
         log_path = self.tmp_path / f"{name}.log"
-        proc = _spawn(cmd, environ, log_path)
+        # a split replica's front leads a new process group in this session: its worker joins it
+        proc = _spawn(front_cmd, environ, log_path, group=0 if split else None)
         replica = Replica(name, port, proc, log_path)
         self.replicas.append(replica)
-        if role == "worker":
-            await self._wait_listening(replica)
+        if split:
+            replica.worker_log_path = self.tmp_path / f"{name}-worker.log"
+            replica.worker = _spawn(
+                [*cmd, "--role", "worker"], environ, replica.worker_log_path, group=proc.pid
+            )
+            await asyncio.gather(
+                self._wait_healthy(replica),
+                self._wait_listening(replica, replica.worker, replica.worker_log_path),
+            )
+        elif role == "worker":
+            await self._wait_listening(replica, proc, log_path)
         else:
             await self._wait_healthy(replica)
         return replica
 
-    async def _wait_listening(self, worker: Replica, within: float = 30.0) -> None:
+    async def _wait_listening(
+        self,
+        replica: Replica,
+        worker: subprocess.Popen[bytes],
+        log_path: Path,
+        within: float = 30.0,
+    ) -> None:
         """A worker is ready once it listens for ready runs (PostgreSQL NOTIFY)."""
 
         def listening() -> bool:
-            if worker.proc.poll() is not None:
-                raise AssertionError(f"{worker.name} exited:\n{worker.log()}")
-            return "event=listening_for_ready_runs" in worker.log()
+            if worker.poll() is not None:
+                raise AssertionError(f"{replica.name}'s worker exited:\n{_read(log_path)}")
+            return "event=listening_for_ready_runs" in _read(log_path)
 
         await eventually(
             listening,
             timeout=within,
             interval=0.1,
-            what=f"{worker.name} to listen for ready runs",
-            detail=worker.log,
+            what=f"{replica.name} to listen for ready runs",
+            detail=replica.log,
         )
 
     async def _wait_healthy(self, replica: Replica, within: float = 30.0) -> None:
@@ -167,9 +209,21 @@ class Cluster:
         return "\n".join(f"--- {r.name} ---\n{r.log()[-6000:]}" for r in self.replicas)
 
 
-def _spawn(cmd: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
-    """Start a replica in its own process group (so it can be killed with its children)."""
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _spawn(
+    cmd: list[str], env: dict[str, str], log_path: Path, *, group: int | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a replica in its own session and process group (so it can be killed with its
+    children), or in the process group `group` (0: a new one) of this session: a process may
+    join only a group of its own session, as a split replica's worker joins its front's."""
     with open(log_path, "wb") as log:
+        if group is not None:
+            return subprocess.Popen(
+                cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, process_group=group
+            )
         return subprocess.Popen(
             cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )

@@ -13,7 +13,9 @@ SAYSO_SWEEP_INTERVAL, SAYSO_REPLICA_ID). The agents come from tests.fault.agents
 role is the single process that does both on one event loop (the in-process mode).
 
 `--die-after-decision` is fault injection: this process SIGKILLs itself the moment a
-recorded decision makes the run ready, before it claims and continues the run.
+recorded decision makes the run ready, before it claims and continues the run (a front: before
+it wakes the workers). When it leads its process group (tests/fault/cluster.py starts each
+replica so, and a split replica's worker in its front's group) the whole group dies with it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def die_after_decision() -> None:
     async def dying(self: Runner, run_id: str, *, retry: bool = False) -> bool:
         log.warning("event=fault_injected run_id=%s: SIGKILL before the continuation", run_id)
         logging.shutdown()
+        if os.getpgrp() == os.getpid():  # the replica's process group: its worker too
+            os.killpg(os.getpgrp(), signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
         return False  # pragma: no cover
 

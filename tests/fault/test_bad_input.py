@@ -5,6 +5,8 @@ log no unhandled exception, and the bot keeps answering.
 Hypothesis drives the requests from a worker thread (sync HTTP) while the bot, the sandbox and
 the fake model run on the test's event loop; every example is checked against a snapshot of
 the state (runs, approval requests, tool executions, messages) taken after the bot settled.
+With `SAYSO_TEST_SPLIT=1` the bot is a front handing its runs to a worker on its own thread
+and event loop, as `sayso run` is.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from bot.serve import free_port
 from bot.service.registry import AgentRegistry
 from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
+from bot.worker import EmbeddedWorker
 from tests.fault.agents import ANSWER, executions, make_agents, respond
+from tests.fault.cluster import SPLIT
 from tests.fault.slack import (
     FORM,
     SECRET,
@@ -74,6 +78,8 @@ class Live:
     loop: asyncio.AbstractEventLoop
     card_a: dict[str, Any]
     card_b: dict[str, Any]
+    worker: EmbeddedWorker | None = None
+    """Split mode: the worker that drives the runs the bot hands off."""
     _clock: itertools.count = field(default_factory=itertools.count)
 
     @property
@@ -109,7 +115,8 @@ class Live:
                 for t in asyncio.all_tasks()
                 if "run_ack_function_asynchronously" in getattr(t.get_coro(), "__qualname__", "")
             ]
-            return not busy and not self.bot.service.runner._tasks
+            worker_busy = self.worker is not None and self.worker.busy
+            return not busy and not self.bot.service.runner._tasks and not worker_busy
 
         await eventually(idle, timeout=within, interval=0.01, what="the bot to settle")
 
@@ -189,8 +196,14 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         sayso_sweep_interval=0.2,
         sayso_lease_seconds=3,
     )
-    bot = build_bot(config, AgentRegistry(make_agents(model.base_url, effects)))
+    agents = AgentRegistry(make_agents(model.base_url, effects))
+    bot = build_bot(config, agents)
+    worker = EmbeddedWorker(config, agents) if SPLIT else None
+    if worker is not None:
+        worker.attach(bot)
     await bot.start()
+    if worker is not None:
+        await worker.start()
     runner = web.AppRunner(bot.web_app(), access_log=None)
     await runner.setup()
     port = free_port()
@@ -199,9 +212,12 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
     try:
         card_a = await start_card(sandbox)
         card_b = await start_card(sandbox)
-        yield Live(bot, sandbox, model, port, effects, asyncio.get_running_loop(), card_a, card_b)
+        loop = asyncio.get_running_loop()
+        yield Live(bot, sandbox, model, port, effects, loop, card_a, card_b, worker)
     finally:
         await runner.cleanup()
+        if worker is not None:
+            await worker.stop()
         await bot.stop()
         await sandbox.stop()
         await model.stop()

@@ -217,7 +217,7 @@ async def test_sigkill_inside_a_tool_body_is_recovered_by_the_other_replica(
     assert delivery.ok, delivery.summary()
     # The body recorded its side effect in replica A and now sleeps: kill A right there.
     await sb.wait_for(lambda _: executions(cluster.effects), timeout=20)
-    assert executions(cluster.effects)[0]["pid"] == a.proc.pid
+    assert executions(cluster.effects)[0]["pid"] == a.driver.pid
     # B joins only now: had it been sweeping during the click, it could have taken the
     # ready run before A claimed it (harmless, but then nobody would hang to be killed).
     b = await cluster.start("replica-b", lease_seconds=LEASE, sweep_interval=SWEEP)
@@ -243,7 +243,7 @@ async def test_sigkill_inside_a_tool_body_is_recovered_by_the_other_replica(
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=20)
     run_id = await wait_completed(cluster, store)
     effects = executions(cluster.effects)
-    assert [e["pid"] for e in effects] == [a.proc.pid, b.proc.pid]
+    assert [e["pid"] for e in effects] == [a.driver.pid, b.driver.pid]
     assert len({e["key"] for e in effects}) == 1  # same idempotency key: downstream can dedupe
     assert effects[0]["key"].startswith(run_id)
     trail = await store.audit_trail(run_id)
@@ -270,6 +270,6 @@ async def test_sigkill_between_decision_and_continuation(cluster: Cluster, store
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=20)
     await wait_completed(cluster, store)
     effects = executions(cluster.effects)
-    assert [e["pid"] for e in effects] == [b.proc.pid]
+    assert [e["pid"] for e in effects] == [b.driver.pid]
     assert sum(1 for m in thread(sb) if ANSWER in message_text(m)) == 1
     assert_clean(b)
