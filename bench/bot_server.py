@@ -17,6 +17,8 @@ Roles, built from the bot's own entry points (bot/slack/app.py, bot/worker.py):
 Every role adds one bench-only route, GET /bench/rss: collects garbage (unless ?gc=0), then
 answers this process's VmRSS (KiB) and how much background work is going on (so the benchmark
 can tell when work is done). Logs go to stderr at the default level (INFO), as in production.
+`--profile FILE` writes a cProfile of the main thread's event loop when the process stops (the
+embedded worker's thread of `both` is not in it: profile `front` and `worker` instead).
 """
 
 from __future__ import annotations
@@ -98,7 +100,27 @@ async def serve_worker_role(settings: Settings, agents: AgentRegistry, port: int
         await runner.cleanup()
 
 
+def share_slack_sessions() -> None:
+    """Experiment (--shared-slack-session): give every Slack Web API client one aiohttp
+    session, so calls reuse connections. The bot's own `web_client` passes none, and
+    slack-sdk then opens (and closes) a new session and connection for every call."""
+    import aiohttp
+
+    import bot.slack.app as slack_app
+
+    plain = slack_app.web_client
+
+    def with_session(settings: Settings) -> object:
+        client = plain(settings)
+        client.session = aiohttp.ClientSession()  # on the loop that calls web_client
+        return client
+
+    slack_app.web_client = with_session  # type: ignore[assignment]
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.shared_slack_session:
+        share_slack_sessions()
     settings = Settings(  # type: ignore[call-arg]
         _env_file=None,
         slack_bot_token=TOKEN,
@@ -154,4 +176,16 @@ if __name__ == "__main__":
     parser.add_argument("--shutdown-grace", type=float, default=20.0)
     parser.add_argument("--sweep-interval", type=float, default=10.0)
     parser.add_argument("--log-level", default="INFO")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--shared-slack-session", action="store_true", help="an experiment")
+    parser.add_argument("--profile", help="write a cProfile of the main thread to this file")
+    args = parser.parse_args()
+    if args.profile:
+        import cProfile
+
+        profile = cProfile.Profile()
+        try:
+            profile.runcall(asyncio.run, main(args))
+        finally:
+            profile.dump_stats(args.profile)
+    else:
+        asyncio.run(main(args))

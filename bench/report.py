@@ -250,6 +250,11 @@ def markdown_issue13(r: dict[str, Any]) -> str:
                 ]
             )
         )
+    for name, d in res.items():
+        calls = d.get("slack_calls_per_decision") if isinstance(d, dict) else None
+        if name.startswith("decisions") and calls:
+            listed = ", ".join(f"{m} {n:g}" for m, n in calls.items())
+            lines += ["", f"Slack calls per decision ({name.split(': ', 1)[1]}): {listed}"]
     iso = {k: v for k, v in res.items() if k.startswith("isolated")}
     for name, v in iso.items():
         lines += [

@@ -73,9 +73,11 @@ ISSUE13_FULL = {
 }
 ISSUE13_QUICK = {
     **ISSUE13_FULL,
+    "many": 200,
+    "burst": 300,
     "probes": 5,
-    "ack_requests": 300,
-    "decisions": 200,
+    "ack_requests": 200,
+    "decisions": 100,
     "isolated_clicks": 15,
     "sqlite": False,
     "time_limit": 60.0,
@@ -83,9 +85,10 @@ ISSUE13_QUICK = {
 
 
 class Bench:
-    def __init__(self, workdir: Path, config: dict[str, Any]) -> None:
+    def __init__(self, workdir: Path, config: dict[str, Any], profile: bool = False) -> None:
         self.workdir = workdir
         self.config = config
+        self.profile = profile
         self.model_port, self.slack_port, self.floor_port, self.udp_port = (
             free_port() for _ in range(4)
         )
@@ -141,6 +144,10 @@ class Bench:
         args = [str(HERE / "bot_server.py"), "--port", str(port), "--role", role]
         args += ["--database-url", database_url, "--slack-api-url", f"{self.slack_url}/api/"]
         args += ["--model-url", model_url, "--udp-port", str(self.udp_port), *extra]
+        if self.profile:
+            args += ["--profile", str(self.workdir / f"{name}.prof")]
+        if self.config.get("shared_slack_session"):
+            args += ["--shared-slack-session"]
         return Proc(name, args, self.workdir, {"PYTHONUNBUFFERED": "1"})
 
     def bot(
@@ -275,7 +282,12 @@ async def main(quick: bool, skip_postgres: bool) -> dict[str, Any]:
     return results
 
 
-async def main_issue13(quick: bool) -> dict[str, Any]:
+SECTIONS = ("latency", "backlog", "decisions")
+
+
+async def main_issue13(
+    quick: bool, sections: tuple[str, ...] = SECTIONS, profile: bool = False
+) -> dict[str, Any]:
     """Issue 13's scenarios, side by side: `sayso run` (front + embedded worker, SQLite) and
     fronts and `sayso worker` processes on PostgreSQL."""
     config = ISSUE13_QUICK if quick else ISSUE13_FULL
@@ -286,14 +298,14 @@ async def main_issue13(quick: bool) -> dict[str, Any]:
         raise SystemExit("issue 13's scenarios need PostgreSQL at postgres@127.0.0.1:5432")
     results["machine"]["postgresql"] = pg_version
     latency, slow, limit = config["model_latency"], config["slow_latency"], config["time_limit"]
-    bench = Bench(workdir, config)
+    bench = Bench(workdir, config, profile)
     started = time.monotonic()
     await bench.start(latencies=(latency, slow))
     out: dict[str, Any] = results.setdefault("issue13", {})
     try:
         # model latency 2 s: forty people at once, then 500 runs at once
-        topologies = [("postgres, front + 1 worker", 1)]
-        if config["sqlite"]:
+        topologies = [("postgres, front + 1 worker", 1)] if "latency" in sections else []
+        if config["sqlite"] and topologies:
             topologies.insert(0, ("sqlite, sayso run", 0))
         for label, workers in topologies:
             async with AsyncExitStack() as stack:
@@ -311,7 +323,7 @@ async def main_issue13(quick: bool) -> dict[str, Any]:
                 out[f"model latency: {label}"] = {"people": people, "many": many}
         # backlog: a burst of runs kept in flight by a slow model
         topologies = [("postgres, front + 1 worker", 1), ("sqlite, sayso run", 0)]
-        for label, workers in topologies:
+        for label, workers in topologies if "backlog" in sections else []:
             async with AsyncExitStack() as stack:
                 url = f"sqlite+aiosqlite:///{workdir / 'backlog.db'}"
                 if workers:
@@ -322,7 +334,7 @@ async def main_issue13(quick: bool) -> dict[str, Any]:
                     bot, bench.floor_url, "burst", config
                 )
         # decisions/s: a front and 1, 2, 4 workers on PostgreSQL
-        for workers in config["worker_counts"]:
+        for workers in config["worker_counts"] if "decisions" in sections else []:
             async with pg_database(f"decisions{workers}") as url:
                 async with bench.bot(f"bot_decisions_{workers}w", url, workers=workers) as bot:
                     if workers == config["worker_counts"][0]:
@@ -348,15 +360,22 @@ if __name__ == "__main__":
     parser.add_argument(
         "--issue13", action="store_true", help="only issue 13's scenarios (workers, backlog)"
     )
+    parser.add_argument(
+        "--only", help=f"with --issue13: some of {','.join(SECTIONS)} (comma-separated)"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="with --issue13: cProfile every bot process (--keep)"
+    )
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
     if args.issue13:
-        out = asyncio.run(main_issue13(args.quick))
+        sections = tuple(args.only.split(",")) if args.only else SECTIONS
+        out = asyncio.run(main_issue13(args.quick, sections, args.profile))
         output = args.output or str(HERE / "results-issue13.json")
     else:
         out = asyncio.run(main(args.quick, args.skip_postgres))
         output = args.output or str(HERE / "results.json")
     Path(output).write_text(json.dumps(out, indent=2) + "\n")
     print(markdown(out))
-    if not args.keep:
+    if not args.keep and not args.profile:
         shutil.rmtree(out["logs"], ignore_errors=True)

@@ -85,6 +85,12 @@ class BotUnderTest:
         await self.proc.stop()
 
     # -- reading the bot ---------------------------------------------------------------
+    async def slack_calls(self) -> dict[str, int]:
+        """Web API calls the bot made so far, by method (the fake Slack counts them)."""
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{self.slack_url}/bench/calls", params={"by": "block"}) as r:
+                return dict(await r.json())
+
     async def rss(self, gc: bool = True) -> dict[str, int]:
         async with aiohttp.ClientSession() as session:
             async with session.get(f"{self.url}/bench/rss", params={"gc": "1" if gc else "0"}) as r:
@@ -232,6 +238,7 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
     cards = (await bot.cards())[:count]
     done_before = await bot.count_runs("completed")
     cpu_before = bot.cpu_seconds()
+    calls_before = await bot.slack_calls()
     clicks, side, last_tool = await bot.approve(cards, 50, limit)
     first_click = min(clicks.sent_at.values())
 
@@ -242,6 +249,12 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
     finished = time.time()
     await bot.idle()
     cpu_after = bot.cpu_seconds()
+    calls = await bot.slack_calls()
+    slack_calls = {
+        m: round((n - calls_before.get(m, 0)) / len(cards), 2)
+        for m, n in sorted(calls.items())
+        if n > calls_before.get(m, 0)
+    }
     per_process = {name: cpu_after[name] - cpu_before[name] for name in cpu_before}
     cpu = sum(per_process.values())
     out = {
@@ -256,6 +269,7 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
             name: round(seconds / len(cards) * 1000, 1) for name, seconds in per_process.items()
         },
         "processes": len(per_process),
+        "slack_calls_per_decision": slack_calls,
     }
     print(f"decisions {bot.proc.name}: {out}", flush=True)
     return out
