@@ -341,9 +341,10 @@ async def main_issue13(
                         out[
                             "isolated click, postgres, front + 1 worker"
                         ] = await scenarios.isolated_clicks(bot, config["isolated_clicks"], limit)
-                    out[
-                        f"decisions: postgres, front + {workers} workers"
-                    ] = await scenarios.decisions(bot, {**config, "time_limit": limit})
+                    label = f"front + {workers} worker" + ("s" if workers > 1 else "")
+                    out[f"decisions: postgres, {label}"] = await scenarios.decisions(
+                        bot, {**config, "time_limit": limit}
+                    )
     finally:
         await bench.stop()
     results["duration_s"] = round(time.monotonic() - started, 1)
