@@ -166,7 +166,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     slack = Proc("fake_slack", ["bench/fake_slack.py", "--port", str(slack_port)], work, {})
     bot_args = ["bench/bot_server.py", "--port", str(bot_port), "--database-url", db_url]
     bot_args += ["--slack-api-url", f"http://127.0.0.1:{slack_port}/api/"]
-    bot_args += ["--model-url", "http://127.0.0.1:9/v1", "--udp-port", "9"]
+    bot_args += ["--model-url", "http://127.0.0.1:9/v1", "--udp-port", "9", "--role", args.role]
     bot_proc = Proc("bot", bot_args, work, {})
     hooks = Webhooks()
     await hooks.start()
@@ -240,5 +240,8 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--pending", type=int, default=500)
     parser.add_argument("--postgres", action="store_true")
+    parser.add_argument(
+        "--role", default="both", help="bench/bot_server.py --role (both: as `sayso run`)"
+    )
     result = asyncio.run(run(parser.parse_args()))
     print(json.dumps(result, indent=2))

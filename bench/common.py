@@ -17,6 +17,7 @@ TEAM_ID = "T_SANDBOX"
 APP_ID = "A_SAYSO"
 REQUESTER = "U_REQUESTER"
 APPROVER = "U_APPROVER"
+PEOPLE = [f"U_PERSON{i:02d}" for i in range(40)]  # extra members of the fake workspace
 FORM = "application/x-www-form-urlencoded"
 
 

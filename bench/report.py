@@ -10,6 +10,8 @@ def _row(cells: list[Any]) -> str:
 
 
 def markdown(r: dict[str, Any]) -> str:
+    if "issue13" in r:
+        return markdown_issue13(r)
     m = r["machine"]
     lines = [
         f"sayso benchmarks ({r['mode']}, {r.get('duration_s')} s): {m['nproc']} cores, {m['cpu']}, "
@@ -133,4 +135,131 @@ def markdown(r: dict[str, Any]) -> str:
                 ]
             )
         )
+    return "\n".join(lines)
+
+
+def _pm(s: dict[str, Any] | None) -> str:
+    """p50 / max in ms, as "p50 / max"."""
+    if not s or s.get("p50_ms") is None:
+        return "n/a"
+    return f"{s['p50_ms']:g} / {s['max_ms']:g}"
+
+
+def markdown_issue13(r: dict[str, Any]) -> str:
+    """Issue 13's tables (bench/run.py --issue13)."""
+    res = r.get("issue13", {})
+    m = r["machine"]
+    load = [round(x, 2) for x in m.get("loadavg_at_start", [])]
+    load_end = [round(x, 2) for x in m.get("loadavg_at_end", [])]
+    lines = [
+        f"issue 13 ({r['mode']}, {r.get('duration_s')} s): {m['nproc']} cores, "
+        f"load average {load} at start, {load_end} at end",
+        "",
+    ]
+    head = [
+        "setup",
+        "runs",
+        "command → root p50 / max",
+        "command → card p50 / max",
+        "slowest card ÷ latency",
+        "approval → tool p50 / max",
+        "approval → answer p50 / max",
+        "bot CPU ms/run",
+        "errors",
+    ]
+    lines += [_row(head), _row(["---"] * len(head))]
+    for name, v in res.items():
+        if not name.startswith("model latency"):
+            continue
+        for s in (v["people"], v["many"]):
+            lines.append(
+                _row(
+                    [
+                        f"{name.split(': ', 1)[1]}, model {s['model_latency_s']:g} s",
+                        s["runs"],
+                        _pm(s["to_root"]),
+                        _pm(s["to_card"]),
+                        s["to_card"].get("max_x_latency"),
+                        _pm(s["approval_to_tool"]),
+                        _pm(s["approval_to_answer"]),
+                        s["bot_cpu_ms_per_run"],
+                        s["errors"],
+                    ]
+                )
+            )
+    head = [
+        "setup",
+        "burst",
+        "new command → root, during the burst p50 / max",
+        "after the burst's roots p50 / max",
+        "burst's roots up after (s)",
+        "burst runs in flight (ack phase)",
+        "ack p99 bot / floor (ms)",
+        "p99 ratio",
+        "p50 ratio",
+    ]
+    lines += ["", _row(head), _row(["---"] * len(head))]
+    for name, b in res.items():
+        if not name.startswith("backlog"):
+            continue
+        a = b["ack_at_50"]
+        lines.append(
+            _row(
+                [
+                    name.split(": ", 1)[1],
+                    b["burst"],
+                    _pm(b["new_command_to_root_during_burst"]),
+                    _pm(b["new_command_to_root_after_burst"]),
+                    b["burst_roots_posted_after_s"],
+                    " → ".join(str(n) for n in b["burst_runs_in_flight"]),
+                    f"{a['bot']['p99_ms']:g} / {a['floor']['p99_ms']:g}",
+                    a["p99_ratio"],
+                    a["p50_ratio"],
+                ]
+            )
+        )
+    head = [
+        "setup",
+        "decisions",
+        "decisions/s",
+        "per worker process",
+        "completed runs/s",
+        "click ack p99 ms",
+        "bot CPU ms/decision",
+        "by process",
+    ]
+    lines += ["", _row(head), _row(["---"] * len(head))]
+    for name, d in res.items():
+        if not name.startswith("decisions"):
+            continue
+        workers = max(1, d["processes"] - 1)
+        by = ", ".join(
+            f"{k.rsplit('_', 1)[-1]} {v:g}" for k, v in d["cpu_ms_per_decision_by_process"].items()
+        )
+        lines.append(
+            _row(
+                [
+                    name.split(": ", 1)[1],
+                    d["decisions"],
+                    d["decisions_per_s"],
+                    round(d["decisions_per_s"] / workers, 1),
+                    d["completed_runs_per_s"],
+                    d["ack"]["p99_ms"],
+                    d["bot_cpu_ms_per_decision"],
+                    by,
+                ]
+            )
+        )
+    for name, d in res.items():
+        calls = d.get("slack_calls_per_decision") if isinstance(d, dict) else None
+        if name.startswith("decisions") and calls:
+            listed = ", ".join(f"{m} {n:g}" for m, n in calls.items())
+            lines += ["", f"Slack calls per decision ({name.split(': ', 1)[1]}): {listed}"]
+    iso = {k: v for k, v in res.items() if k.startswith("isolated")}
+    for name, v in iso.items():
+        lines += [
+            "",
+            f"{name}: click → tool body p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms, "
+            f"max {v['max_ms']} ms ({v['clicks']} clicks, one at a time, bot idle)",
+        ]
     return "\n".join(lines)

@@ -35,34 +35,62 @@ class Card:
 
 
 class BotUnderTest:
-    """The bot subprocess plus a read-only view of its database."""
+    """The bot's processes plus a read-only view of its database.
+
+    `proc` serves Slack's requests (`url`); `workers` are `sayso worker` processes beside it
+    (each with the URL of its bench port), started after it and stopped before it."""
 
     def __init__(
-        self, proc: Proc, url: str, database_url: str, effects: SideEffects, slack_url: str
+        self,
+        proc: Proc,
+        url: str,
+        database_url: str,
+        effects: SideEffects,
+        slack_url: str,
+        workers: list[tuple[Proc, str]] | None = None,
     ) -> None:
         self.proc = proc
         self.url = url
         self.events_url = f"{url}/slack/events"
         self.database_url = database_url
         self.effects = effects
+        self.slack_url = slack_url
         self.response_url = f"{slack_url}/sandbox/response/bench"
+        self.workers = workers or []
         self.engine: AsyncEngine | None = None
         self.sent = 0
 
+    @property
+    def procs(self) -> list[Proc]:
+        return [self.proc, *(w for w, _ in self.workers)]
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """User + system CPU seconds so far of every bot process, by process name."""
+        return {p.name: cpu_seconds(p.pid) for p in self.procs}
+
     async def __aenter__(self) -> BotUnderTest:
         await self.proc.start()
+        await asyncio.gather(*(w.start() for w, _ in self.workers))
         async with aiohttp.ClientSession() as session:
-            async with session.get(f"{self.url}/healthz") as resp:
-                assert resp.status == 200, await resp.text()
+            for url in [self.url, *(u for _, u in self.workers)]:
+                async with session.get(f"{url}/healthz") as resp:
+                    assert resp.status == 200, await resp.text()
         self.engine = create_async_engine(self.database_url)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self.engine is not None:
             await self.engine.dispose()
+        await asyncio.gather(*(w.stop() for w, _ in self.workers))
         await self.proc.stop()
 
     # -- reading the bot ---------------------------------------------------------------
+    async def slack_calls(self) -> dict[str, int]:
+        """Web API calls the bot made so far, by method (the fake Slack counts them)."""
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{self.slack_url}/bench/calls", params={"by": "block"}) as r:
+                return dict(await r.json())
+
     async def rss(self, gc: bool = True) -> dict[str, int]:
         async with aiohttp.ClientSession() as session:
             async with session.get(f"{self.url}/bench/rss", params={"gc": "1" if gc else "0"}) as r:
@@ -94,8 +122,16 @@ class BotUnderTest:
         raise TimeoutError(f"bot did not reach '{what}' within {within}s")
 
     async def idle(self, within: float = 120.0) -> None:
+        """Wait until no process of the bot has background work (runs, post-ack work)."""
+
+        async def busy(session: aiohttp.ClientSession, url: str) -> int:
+            async with session.get(f"{url}/bench/rss", params={"gc": "0"}) as r:
+                return int((await r.json())["background_tasks"])
+
         async def quiet() -> bool:
-            return (await self.rss(gc=False))["background_tasks"] == 0
+            urls = [self.url, *(u for _, u in self.workers)]
+            async with aiohttp.ClientSession() as session:
+                return not any(await asyncio.gather(*(busy(session, u) for u in urls)))
 
         await self.wait("no background work", quiet, within)
 
@@ -201,7 +237,8 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
         await bot.start_runs(min(200, count - batch), 20, limit)
     cards = (await bot.cards())[:count]
     done_before = await bot.count_runs("completed")
-    cpu_before = cpu_seconds(bot.proc.pid)
+    cpu_before = bot.cpu_seconds()
+    calls_before = await bot.slack_calls()
     clicks, side, last_tool = await bot.approve(cards, 50, limit)
     first_click = min(clicks.sent_at.values())
 
@@ -211,7 +248,15 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
     await bot.wait("every approved run completed", completed, 120.0)
     finished = time.time()
     await bot.idle()
-    cpu = cpu_seconds(bot.proc.pid) - cpu_before
+    cpu_after = bot.cpu_seconds()
+    calls = await bot.slack_calls()
+    slack_calls = {
+        m: round((n - calls_before.get(m, 0)) / len(cards), 2)
+        for m, n in sorted(calls.items())
+        if n > calls_before.get(m, 0)
+    }
+    per_process = {name: cpu_after[name] - cpu_before[name] for name in cpu_before}
+    cpu = sum(per_process.values())
     out = {
         "decisions": len(cards),
         "concurrency": 50,
@@ -220,8 +265,13 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
         "ack": clicks.summary(),
         "click_to_side_effect": _ms(side),
         "bot_cpu_ms_per_decision": round(cpu / len(cards) * 1000, 1),
+        "cpu_ms_per_decision_by_process": {
+            name: round(seconds / len(cards) * 1000, 1) for name, seconds in per_process.items()
+        },
+        "processes": len(per_process),
+        "slack_calls_per_decision": slack_calls,
     }
-    print(f"decisions {bot.database_url.split(':')[0]}: {out}", flush=True)
+    print(f"decisions {bot.proc.name}: {out}", flush=True)
     return out
 
 
