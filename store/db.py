@@ -56,9 +56,13 @@ def make_private(path: str) -> None:
     """Create the SQLite file readable by its owner only, and keep it and its side files so.
 
     SQLite creates the -wal and -shm files with the mode of the database file; the chmod
-    also tightens files created before this rule."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, _PRIVATE)
-    os.close(fd)
+    also tightens files created before this rule. An existing database file is never opened
+    here: closing any descriptor of it would drop this process's SQLite locks on it (POSIX
+    locks belong to the process), and another process closing its last connection would then
+    delete the -wal and -shm files under this one's feet."""
+    if not os.path.exists(path):
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, _PRIVATE))
     for suffix in _SQLITE_SIDE_FILES:
         with contextlib.suppress(FileNotFoundError):
             os.chmod(path + suffix, _PRIVATE)
