@@ -8,7 +8,6 @@ there the worker embedded in `sayso run` is woken in-process. The sweep stays th
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import timedelta
@@ -18,6 +17,7 @@ import sqlalchemy as sa
 
 from bot.agent.util import utcnow
 from store.db import READY_CHANNEL, Database
+from store.notify import ChannelListener
 from store.records import Lease
 from store.runs import ready_condition
 from store.schema import runs
@@ -25,7 +25,6 @@ from store.schema import runs
 log = logging.getLogger("sayso.store")
 
 CHANNEL = READY_CHANNEL
-RECONNECT_DELAY_S = 1.0
 
 
 async def _notify(conn: Any, db: Database, run_id: str) -> None:
@@ -87,73 +86,15 @@ async def claim_ready(db: Database, *, owner: str, lease_seconds: float, limit: 
     return leases
 
 
-def asyncpg_dsn(db: Database) -> str:
-    """The database URL as asyncpg's `connect` takes it (password included)."""
-    url = db.engine.url.set(drivername="postgresql")
-    return url.render_as_string(hide_password=False)
-
-
-class ReadyListener:
-    """LISTEN on a dedicated asyncpg connection; `on_ready(run_id)` for every notification.
-    A lost connection is reopened (after RECONNECT_DELAY_S) until `close`; on reconnection
-    `on_ready(None)` asks the worker to look for ready runs it may have missed."""
+class ReadyListener(ChannelListener):
+    """Wakes a worker: `on_ready(run_id)` per notification, and `on_ready(None)` on every
+    (re)connection, asking the worker to look for ready runs it may have missed."""
 
     def __init__(self, db: Database, on_ready: Callable[[str | None], None]) -> None:
-        self.db = db
-        self.on_ready = on_ready
-        self._task: asyncio.Task[None] | None = None
-        self._lost = asyncio.Event()
-        self.connected = asyncio.Event()
-
-    def start(self) -> None:
-        if self.db.is_postgres and self._task is None:
-            self._task = asyncio.create_task(self._listen_forever(), name="ready-listener")
-
-    def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
-        self.on_ready(payload or None)
-
-    def _terminated(self, _conn: Any) -> None:
-        self._lost.set()
-
-    async def _listen_forever(self) -> None:
-        import asyncpg  # type: ignore[import-untyped]
-
-        dsn = asyncpg_dsn(self.db)
-        while True:
-            conn = None
-            try:
-                conn = await asyncpg.connect(dsn)
-                conn.add_termination_listener(self._terminated)
-                await conn.add_listener(CHANNEL, self._notified)
-                self._lost.clear()
-                self.connected.set()
-                log.info("event=listening_for_ready_runs channel=%s", CHANNEL)
-                self.on_ready(None)
-                while not self._lost.is_set():
-                    try:
-                        await asyncio.wait_for(self._lost.wait(), timeout=5.0)
-                    except TimeoutError:
-                        await conn.execute("SELECT 1")  # notices a silently dropped socket
-            except asyncio.CancelledError:
-                if conn is not None:
-                    await asyncio.shield(_close_quietly(conn))
-                raise
-            except Exception as exc:
-                log.warning("event=ready_listener_lost error=%r", exc)
-            self.connected.clear()
-            if conn is not None:
-                await _close_quietly(conn)
-            await asyncio.sleep(RECONNECT_DELAY_S)
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-
-async def _close_quietly(conn: Any) -> None:
-    try:
-        await asyncio.wait_for(conn.close(), timeout=2.0)
-    except Exception:
-        conn.terminate()
+        super().__init__(
+            db,
+            CHANNEL,
+            lambda run_id: on_ready(run_id or None),
+            lambda: on_ready(None),
+            what="ready_runs",
+        )

@@ -79,17 +79,20 @@ class ApiRequests:
         self.approval_ttl = approval_ttl
         self.callback_hosts = callback_hosts
         self.notifier = RequestNotifier()
-        self._listener = notify_ops.Listener(store.db, self.notifier.wake)
+        self._listener = notify_ops.ChannelListener(
+            store.db,
+            notify_ops.CHANNEL,
+            self.notifier.wake,
+            self.notifier.wake_all,
+            what="settled_requests",
+        )
         self.settled_hooks: list[Settled] = []
 
     async def start(self) -> None:
-        try:
-            await self._listener.start()
-        except Exception:
-            log.exception("event=listen_failed: long-polls fall back to re-checking")
+        self._listener.start()  # reconnects by itself; long-polls re-check meanwhile
 
     async def stop(self) -> None:
-        await self._listener.stop()
+        await self._listener.close()
 
     # -- keys ----------------------------------------------------------------------------
 

@@ -49,6 +49,11 @@ class RequestNotifier:
             waiter.settled = settled
             waiter.event.set()
 
+    def wake_all(self) -> None:
+        """Every waiter re-reads its request (after a gap in which a wake-up may be lost)."""
+        for request_id in list(self._waiters):
+            self.wake(request_id)
+
     @property
     def waiting(self) -> int:
         return sum(len(w) for w in self._waiters.values())
