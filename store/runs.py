@@ -15,6 +15,7 @@ from store.records import Lease, RunRecord
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
 from store.schema import runs
+from store.schema import webhook_deliveries as wd
 from store.starts import StartLimit, check_start
 
 _RUN_COLUMNS = [c.name for c in runs.columns]
@@ -242,7 +243,8 @@ async def lapsed_runs(db: Database, now: datetime | None, limit: int) -> list[st
 
 
 async def purge(db: Database, older_than: timedelta) -> int:
-    """Delete ended runs last updated before now - older_than, with their requests."""
+    """Delete ended runs last updated before now - older_than, with their requests and the
+    requests' approvers and webhook deliveries."""
     cutoff = utcnow() - older_than
     old = sa.select(runs.c.id).where(
         runs.c.status.in_(("completed", "failed", "cancelled")), runs.c.updated_at < cutoff
@@ -253,6 +255,7 @@ async def purge(db: Database, older_than: timedelta) -> int:
             chunk = ids[i : i + 500]
             request_ids = sa.select(req.c.id).where(req.c.run_id.in_(chunk))
             await conn.execute(ra.delete().where(ra.c.request_id.in_(request_ids)))
+            await conn.execute(wd.delete().where(wd.c.request_id.in_(request_ids)))
             await conn.execute(req.delete().where(req.c.run_id.in_(chunk)))
             await conn.execute(runs.delete().where(runs.c.id.in_(chunk)))
     return len(ids)

@@ -17,6 +17,7 @@ from bot.agent.util import utcnow
 from store import Store, args_hash
 from store.accessor import _pause_seq
 from store.schema import approval_requests, request_approvers, runs, slack_events
+from store.webhooks import add_delivery
 from tests.storage.store_helpers import StoreFactory, paused_run, policy
 
 
@@ -83,6 +84,7 @@ async def test_purge_deletes_old_finished_runs_and_keeps_audit(store: Store) -> 
         actor="U1", action="decide", run_id="old_done", request_id=r.id, outcome="denied"
     )
     await store.first_delivery("Ev_old")
+    await add_delivery(store.db, r.id, "https://hooks.example.com/sayso")  # an API webhook
     async with store.db.write() as conn:
         long_ago = utcnow() - timedelta(days=40)
         await conn.execute(update(runs).where(runs.c.id.like("old_%")).values(updated_at=long_ago))
@@ -96,6 +98,7 @@ async def test_purge_deletes_old_finished_runs_and_keeps_audit(store: Store) -> 
     assert len(await store.audit_trail("old_done")) == 1
     async with store.db.read() as conn:
         assert await conn.scalar(text("SELECT count(*) FROM request_approvers")) == 2
+        assert await conn.scalar(text("SELECT count(*) FROM webhook_deliveries")) == 0
     assert await store.first_delivery("Ev_old") is True  # its dedup record was purged too
     assert await store.purge(timedelta(days=30)) == 0
 
