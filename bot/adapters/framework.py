@@ -290,6 +290,9 @@ class FrameworkAgent(Agent):
     ) -> RunResult:
         """Save where the framework stopped: an answer, or a pause with one call per card."""
         r = result.run
+        if isinstance(step, Interrupted) and not step.calls:
+            error = ValueError("it stopped for people without any call to decide")
+            return await self._fail(result, state, on_event, error, "running")
         r.step += 1
         r.context[FRAMEWORK_STATE_KEY] = step.state
         if r.turn is not None:
@@ -301,9 +304,6 @@ class FrameworkAgent(Agent):
             await self._save(result, state)
             await _emit(on_event, "completed", r.id)
             return result
-        if not step.calls:
-            error = ValueError("it stopped for people without any call to decide")
-            return await self._fail(result, state, on_event, error, "running")
         calls = [ToolCall(id=c.id, name=c.name, arguments=dict(c.arguments)) for c in step.calls]
         for c in step.calls:
             self.tool_for(c)

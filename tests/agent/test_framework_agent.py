@@ -175,3 +175,21 @@ async def test_tool_outputs_are_refused() -> None:
         await agent.continue_run(
             run_id=run_id, state=acc, tool_outputs=[AgentToolOutput(call_id="c1", output="x")]
         )
+
+
+async def test_an_interrupt_without_calls_fails_the_run_and_keeps_the_state() -> None:
+    class Empty(Scripted):
+        async def resume(
+            self, state: Any, decisions: list[CallDecision], context: dict[str, Any]
+        ) -> Step:
+            return Interrupted([], {"nothing": "to ask"})
+
+    agent, acc = Empty(), InMemoryStateAccessor()
+    run_id = await paused(agent, acc)
+    failed = await agent.continue_run(
+        run_id=run_id,
+        state=acc,
+        approvals=[AgentToolDecision(call_id="c1"), AgentToolDecision(call_id="c2")],
+    )
+    assert failed.run.status == "failed" and "without any call" in (failed.run.error or "")
+    assert failed.run.context["framework_state"] == {"asked": ["c1", "c2"]}
