@@ -18,7 +18,7 @@ from bot.service.policy import stricter
 from bot.service.ports import Directory, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner
-from store import ApprovalRequestRecord, DecisionOutcome, Store
+from store import ApprovalRequestRecord, DecisionOutcome, RunRecord, Store
 
 log = logging.getLogger("sayso.service")
 
@@ -178,16 +178,19 @@ class Decider:
             reason=reason,
             edited_arguments=arguments if action == "edit" else None,
             output=output if action in _ANSWERS else None,
+            # the run's lease in the same transaction, when this process will drive it now
+            claim=request.api_spec is None and self.runner.drives_now(),
         )
         if result.request is None:
             return Outcome("not_found", "This request no longer exists.")
         if not result.won:
             kind: OutcomeKind = "expired" if result.expired else "lost"
             if result.expired:
-                await self.refresh_card(result.request)
+                await self.refresh_card(result.request, checked.run)
                 await self._settled(result.request)
             return Outcome(kind, already_decided(result.request), result.request)
-        return await self._decided(request, actor, result, standing and action == "approve")
+        standing = standing and action == "approve"
+        return await self._decided(request, actor, result, standing, checked.run)
 
     async def _decided(
         self,
@@ -195,6 +198,7 @@ class Decider:
         actor: Actor,
         result: DecisionOutcome,
         standing: bool = False,
+        run: RunRecord | None = None,
     ) -> Outcome:
         """After a recorded decision: show it (and any standing approval it gives, before
         the run goes on), continue the run when its pause is complete."""
@@ -209,10 +213,12 @@ class Decider:
             result.request.status,
         )
         await self._settled(result.request)  # first: a waiting caller hears at once
-        if result.run_ready and request.api_spec is None:
+        if result.lease is not None:  # claimed with the decision: the run goes on here
+            self.runner.drive_claimed(result.lease)
+        elif result.run_ready and request.api_spec is None:
             # then the run goes on while the card is updated (an API request's caller goes on)
             await self.runner.continue_run(request.run_id)
-        await self.refresh_card(result.request)
+        await self.refresh_card(result.request, run)
         return Outcome(
             "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
         )
@@ -364,9 +370,14 @@ class Decider:
             return Outcome("invalid", message, request, {OUTPUT_FIELD: message})
         return None
 
-    async def refresh_card(self, request: ApprovalRequestRecord) -> None:
-        """Show the request's current status on its card (a failure is logged, not raised)."""
-        run = await self.store.get_run(request.run_id)
+    async def refresh_card(
+        self, request: ApprovalRequestRecord, run: RunRecord | None = None
+    ) -> None:
+        """Show the request's current status on its card (a failure is logged, not raised).
+        `run`: the request's run as read before (a card shows only what never changes of it:
+        its agent and requester); read here otherwise."""
+        if run is None or run.id != request.run_id:
+            run = await self.store.get_run(request.run_id)
         if run is None:
             return
         try:
