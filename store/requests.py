@@ -31,9 +31,9 @@ async def _approvers(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, lis
     if not ids:
         return found
     query = sa.select(ra.c.request_id, ra.c.principal).where(ra.c.request_id.in_(list(ids)))
-    for request_id, principal in (await conn.execute(query.order_by(ra.c.principal))).all():
+    for request_id, principal in (await conn.execute(query)).all():
         found[request_id].append(principal)
-    return found
+    return {i: sorted(p) for i, p in found.items()}  # code point order, whatever the collation
 
 
 async def _approvals(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, list[str]]:
@@ -47,15 +47,43 @@ async def _approvals(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, lis
     return found
 
 
-async def fetch(conn: AsyncConnection, query: sa.Select[Any]) -> list[ApprovalRequestRecord]:
+_SEPARATOR = "\x1f"  # ASCII unit separator: in no user, group or channel id
+_PRINCIPALS = "listed_principals"
+
+
+def _principals_column(conn: AsyncConnection) -> sa.ColumnElement[Any]:
+    """Each request's approvers in one text column of the same query (a correlated
+    aggregate: no second query per read of a few requests)."""
+    if conn.dialect.name == "postgresql":
+        joined = sa.func.string_agg(ra.c.principal, sa.literal(_SEPARATOR))
+    else:
+        joined = sa.func.group_concat(ra.c.principal, sa.literal(_SEPARATOR))
+    return sa.select(joined).where(ra.c.request_id == req.c.id).scalar_subquery().label(_PRINCIPALS)
+
+
+async def fetch(
+    conn: AsyncConnection, query: sa.Select[Any], *, inline_approvers: bool = False
+) -> list[ApprovalRequestRecord]:
     """Run a select over approval_requests and attach each row's approvers (and, for a
-    quorum, the approvals so far)."""
+    quorum, the approvals so far). `inline_approvers`: in the same query (for reads of one
+    request or one pause; a page of many is better served by one more query)."""
+    if inline_approvers:
+        query = query.add_columns(_principals_column(conn))
     return await records_of(conn, (await conn.execute(query)).all())
+
+
+def _inlined(rows: Sequence[Any]) -> dict[str, list[str]] | None:
+    if not rows or _PRINCIPALS not in rows[0]._mapping:
+        return None
+    return {
+        r.id: sorted(r._mapping[_PRINCIPALS].split(_SEPARATOR)) if r._mapping[_PRINCIPALS] else []
+        for r in rows
+    }
 
 
 async def records_of(conn: AsyncConnection, rows: Sequence[Any]) -> list[ApprovalRequestRecord]:
     """Records of approval_requests rows (all columns), with their approvers and approvals."""
-    principals = await _approvers(conn, [r.id for r in rows])
+    principals = _inlined(rows) or await _approvers(conn, [r.id for r in rows])
     approvals = await _approvals(conn, [r.id for r in rows if (r.min_approvals or 1) > 1])
     records = []
     for row in rows:
@@ -73,7 +101,7 @@ async def records_of(conn: AsyncConnection, rows: Sequence[Any]) -> list[Approva
 
 
 async def _one(conn: AsyncConnection, request_id: str) -> ApprovalRequestRecord | None:
-    found = await fetch(conn, sa.select(req).where(req.c.id == request_id))
+    found = await fetch(conn, sa.select(req).where(req.c.id == request_id), inline_approvers=True)
     return found[0] if found else None
 
 
@@ -93,7 +121,7 @@ async def requests_for_run(
         query = query.where(req.c.pause_seq == seq)
     query = query.order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
     async with db.read() as conn:
-        return await fetch(conn, query)
+        return await fetch(conn, query, inline_approvers=True)
 
 
 async def set_request_message(

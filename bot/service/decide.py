@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
 
 from bot.agent.tools import Tool, argument_errors
@@ -48,6 +50,30 @@ def _needs_reason(request: ApprovalRequestRecord, action: PersonAction, reason: 
     return request.require_reason and action in ("approve", "edit") and not (reason or "").strip()
 
 
+JUST_READ_SECONDS = 0.25
+"""How old a request read earlier in the same task may be for `check` to use it."""
+_just_read: ContextVar[tuple[float, ApprovalRequestRecord] | None] = ContextVar(
+    "sayso_just_read", default=None
+)
+
+
+def remember_read(request: ApprovalRequestRecord | None) -> None:
+    """A front end read this request to handle a click; the check that follows in the same
+    task (within `JUST_READ_SECONDS`) uses it instead of reading it again. Nothing is lost by
+    that: the decision itself is a conditional write that only a pending request passes."""
+    _just_read.set((time.monotonic(), request) if request is not None else None)
+
+
+def _recently_read(request_id: str) -> ApprovalRequestRecord | None:
+    found = _just_read.get()
+    if found is None:
+        return None
+    _just_read.set(None)  # used once
+    at, request = found
+    fresh = time.monotonic() - at <= JUST_READ_SECONDS
+    return request if fresh and request.id == request_id else None
+
+
 def already_decided(request: ApprovalRequestRecord) -> str:
     if request.status == "expired":
         return "This request expired before anyone decided; nothing ran."
@@ -90,7 +116,7 @@ class Decider:
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         """May this person decide this request now? (Used before opening a modal.)"""
-        request = await self.store.get_request(request_id)
+        request = _recently_read(request_id) or await self.store.get_request(request_id)
         if request is None:
             return Outcome("not_found", "This request no longer exists.")
         if request.status != "pending":
