@@ -16,7 +16,15 @@ from bot.agent.util import utcnow
 from bot.agent.vocabulary import REQUEST_OUTCOMES, RequestKind, RequestOutcome
 from store.audit import add_audit
 from store.db import READY_CHANNEL, Database, insert_ignore
-from store.records import ANYONE, ApprovalRequestRecord, DecisionOutcome, Lease, RequestPolicy
+from store.records import (
+    ANYONE,
+    ApprovalRequestRecord,
+    DecisionOutcome,
+    Lease,
+    RequestPolicy,
+    RunRecord,
+)
+from store.runs import run_record
 from store.schema import approval_requests as req
 from store.schema import request_approvals as rv
 from store.schema import request_approvers as ra
@@ -122,6 +130,26 @@ async def requests_for_run(
     query = query.order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
     async with db.read() as conn:
         return await fetch(conn, query, inline_approvers=True)
+
+
+async def run_and_current_requests(
+    db: Database, run_id: str
+) -> tuple[RunRecord | None, list[ApprovalRequestRecord]]:
+    """The run's row and, when it waits for people, the requests of its latest pause: what a
+    continuation needs, in one read transaction."""
+    async with db.read() as conn:
+        row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).first()
+        if row is None:
+            return None, []
+        run = run_record(row)
+        if run.status != "waiting_for_human":
+            return run, []
+        query = (
+            sa.select(req)
+            .where(req.c.run_id == run_id, req.c.pause_seq == run.pause_seq)
+            .order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
+        )
+        return run, await fetch(conn, query, inline_approvers=True)
 
 
 async def set_request_message(

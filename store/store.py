@@ -182,6 +182,12 @@ class Store:
         """The requests of the run's latest pause (the ones a continuation needs)."""
         return await request_ops.requests_for_run(self.db, run_id, current=True)
 
+    async def run_and_current_requests(
+        self, run_id: str
+    ) -> tuple[RunRecord | None, list[ApprovalRequestRecord]]:
+        """The run and, when it waits for people, its latest pause's requests (one read)."""
+        return await request_ops.run_and_current_requests(self.db, run_id)
+
     async def set_request_message(self, request_id: str, channel_id: str, message_ts: str) -> None:
         await request_ops.set_request_message(self.db, request_id, channel_id, message_ts)
 

@@ -355,7 +355,8 @@ class Runner:
 
     async def _continue(self, lease: Lease, retry: bool, slot_held: bool = False) -> None:
         async with self._cpu:
-            run = await self.store.get_run(lease.run_id)  # one read: the row and its state
+            # one read: the row, its state and (waiting for people) its pause's requests
+            run, requests = await self.store.run_and_current_requests(lease.run_id)
             result = RunResult.model_validate_json(run.state) if run and run.state else None
         if run is not None and is_api_run(run.agent_id):
             # An API request's continuation is its caller's: sayso never drives it.
@@ -391,7 +392,6 @@ class Runner:
                 )
 
         elif status == "waiting_for_human" and result.run.pause is not None:
-            requests = await self.store.current_requests(lease.run_id)
             if not requests or any(r.status == "pending" for r in requests):
                 await self.store.release(lease)
                 return
