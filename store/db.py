@@ -104,9 +104,10 @@ def make_engine(url: str) -> AsyncEngine:
 
 IDLE_PING_SECONDS = 2.0
 """A pooled PostgreSQL connection idle longer than this is pinged before use (a dead one is
-replaced). One used moments ago is not: a ping per checkout (`pool_pre_ping`) was a round trip
-per transaction, a sixth of the bot's CPU per decision. A connection that died in that short
-window fails its statement once; SQLAlchemy then recycles every connection of the pool."""
+replaced). One used moments ago is not: a ping at every checkout (`pool_pre_ping`) was one
+more round trip per transaction (a read in its own transaction: 0.27 ms of CPU without it,
+0.4-0.7 ms with it; docs/benchmarks.md). A connection that died within that short window fails
+its statement once; SQLAlchemy then recycles every connection of the pool."""
 _CHECKED_IN = "sayso_checked_in"
 
 
