@@ -24,7 +24,7 @@ Phases (each on cards prepared beforehand; preparing them is not counted):
 Bot CPU is user + system time of the bot process (`/proc/<pid>/stat`) from just before the
 first click to the moment the bot is idle again (every run completed, no background task,
 and the App Home refresher's trailing window, 2 s, passed), divided by the clicks. The idle
-process's own CPU over the same wall time (sweeper, pool pings) is measured first and shown
+process's CPU per second (sweeper, pool pings) is measured first and shown
 apart, not subtracted.
 """
 
@@ -76,11 +76,12 @@ def serve(argv: list[str]) -> None:
     def count_sql(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         words = statement.split()
         verb = words[0].upper() if words else "?"
-        table = "?"
-        for marker in ("FROM", "INTO", "UPDATE"):
-            if marker in words[:40] and words.index(marker) + 1 < len(words):
-                table = words[words.index(marker) + 1].strip('"(')
+        table, depth = "?", 0  # the statement's own table: FROM/INTO/UPDATE outside (...)
+        for i, word in enumerate(words[:-1]):
+            if depth == 0 and word.upper() in ("FROM", "INTO", "UPDATE"):
+                table = words[i + 1].strip('"(')
                 break
+            depth += word.count("(") - word.count(")")
         sql[f"{verb} {table}"] += 1
 
     api_call = AsyncWebClient.api_call
@@ -297,8 +298,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     env = {"PYTHONUNBUFFERED": "1"}
     model = Proc(
         "fake_model",
-        ["-m", "bot.testing.fake_model", "--port", str(model_port)]
-        + ["--script", "tool-then-text", "--tool", "deploy"],
+        [
+            *("-m", "bot.testing.fake_model", "--port", str(model_port)),
+            *("--script", "tool-then-text", "--tool", "deploy"),
+        ],
         workdir,
         env,
     )
@@ -314,7 +317,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await _pg(f'CREATE DATABASE "{database}"')
         database_url = PG_URL.format(db=database)
     prof = workdir / "bot.prof"
-    bot_args = [str(Path(__file__).resolve()), "--serve", "--port", str(bot_port)]
+    bot_args = [str(HERE / "decision_cpu.py"), "--serve", "--port", str(bot_port)]
     bot_args += [
         "--database-url",
         database_url,
@@ -389,14 +392,16 @@ def report(r: dict[str, Any]) -> str:
         f"{r['loadavg_at_start']:.2f} → {r['loadavg_at_end']:.2f}); idle bot: "
         f"{r['idle_cpu_ms_per_s']} ms CPU per s",
         "",
-        "| phase | decisions | wall s | bot CPU s | bot CPU ms/decision | SQL/decision | Slack/decision |",
+        "| phase | decisions | wall s | bot CPU s | bot CPU ms/decision | SQL/decision "
+        "| Slack/decision |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for key in ("sequential", "concurrent"):
         p = r[key]
         lines.append(
             f"| {p['phase']} | {p['decisions']} | {p['wall_s']} | {p['bot_cpu_s']} | "
-            f"{p['bot_cpu_ms_per_decision']} | {p['sql_per_decision']} | {p['slack_per_decision']} |"
+            f"{p['bot_cpu_ms_per_decision']} | {p['sql_per_decision']} | "
+            f"{p['slack_per_decision']} |"
         )
     for key in ("sequential", "concurrent"):
         p = r[key]
