@@ -47,6 +47,7 @@ sys.path.insert(0, str(HERE.parent))  # this tree's bot/ and store/
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/{db}"
+CHECKOUTS = "(connection checkouts)"  # one per transaction (SQL counter key)
 HOME_WINDOW = 2.5  # the App Home refresher folds refreshes into one trailing refresh after 2 s
 
 
@@ -64,6 +65,7 @@ def serve(argv: list[str]) -> None:
     from slack_sdk.web.async_client import AsyncWebClient
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
+    from sqlalchemy.pool import Pool
 
     from bot.slack.app import Bot
 
@@ -83,6 +85,10 @@ def serve(argv: list[str]) -> None:
                 break
             depth += word.count("(") - word.count(")")
         sql[f"{verb} {table}"] += 1
+
+    @event.listens_for(Pool, "checkout")
+    def count_checkout(*_: Any) -> None:
+        sql[CHECKOUTS] += 1
 
     api_call = AsyncWebClient.api_call
 
@@ -154,6 +160,8 @@ def _per_decision(
     out: dict[str, Any] = {}
     for kind in ("sql", "slack"):
         diff = {k: v - before[kind].get(k, 0) for k, v in after[kind].items()}
+        if kind == "sql":
+            out["transactions_per_decision"] = round(diff.pop(CHECKOUTS, 0) / decisions, 2)
         per = {
             k: round(v / decisions, 2) for k, v in sorted(diff.items(), key=lambda i: -i[1]) if v
         }
@@ -406,6 +414,7 @@ def report(r: dict[str, Any]) -> str:
     for key in ("sequential", "concurrent"):
         p = r[key]
         lines += ["", f"{p['phase']}: SQL statements per decision: {p['sql_by_kind']}"]
+        lines += [f"{p['phase']}: transactions per decision: {p['transactions_per_decision']}"]
         lines += [f"{p['phase']}: Slack calls per decision: {p['slack_by_kind']}"]
     if "profile" in r:
         lines += [
