@@ -7,7 +7,8 @@ approval requests of a new pause, and the release of the lease once the run stop
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from dataclasses import dataclass, fields, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,15 +16,20 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.state import Pause, PendingToolCall, RunResult
 from bot.agent.util import maybe_await, utcnow
-from bot.agent.vocabulary import ENDED_RUN_STATUSES
+from bot.agent.vocabulary import ENDED_RUN_STATUSES, PauseKind, RunStatus
 from store import requests
 from store import runs as run_ops
 from store.db import Database
-from store.records import Lease, LeaseLostError, RequestPolicy
+from store.records import Lease, LeaseLostError, RequestPolicy, RunRecord
 from store.schema import runs
 
 PolicyFn = Callable[[RunResult, PendingToolCall | None], RequestPolicy | Awaitable[RequestPolicy]]
 REVIEW_TOOL = "human_review"
+
+
+def _needs_old_row(pause: Pause | None) -> bool:
+    """Only a pause without its own number (`Pause.seq`) is numbered from the stored row."""
+    return pause is not None and "seq" not in type(pause).model_fields
 
 
 def _pause_seq(pause: Pause, old: Any) -> int:
@@ -31,12 +37,39 @@ def _pause_seq(pause: Pause, old: Any) -> int:
     advanced unless this save repeats the pause already stored."""
     if "seq" in type(pause).model_fields:
         return int(pause.seq)
+    if old is None:
+        raise LeaseLostError("The run is not in the store: create_run it first")
     same = (
         old.status == "waiting_for_human"
         and old.pause_kind == pause.kind
         and old.pause_step == pause.step
     )
     return int(old.pause_seq) if same else int(old.pause_seq) + 1
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """The run's columns as the accessor's last save wrote them (a `RunRecord` of the run
+    is this plus the columns a save never changes): who drives the run needs no read back."""
+
+    status: RunStatus
+    pause_kind: PauseKind | None
+    pause_step: int | None
+    pause_seq: int | None
+    """None: this save left the pause number as it was."""
+    updated_at: datetime
+    version: int
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    state: str
+    state_schema_version: int
+
+    def applied_to(self, record: RunRecord) -> RunRecord:
+        """`record` (read before this save) as the row is now."""
+        changed = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.pause_seq is None:
+            changed["pause_seq"] = record.pause_seq
+        return replace(record, **changed)
 
 
 class StoreStateAccessor:
@@ -47,6 +80,8 @@ class StoreStateAccessor:
         self.lease = lease
         self.policy = policy
         self.lease_seconds = lease_seconds
+        self.saved: SavedRun | None = None
+        """What the last save through this accessor wrote (None before the first)."""
 
     async def load(self, run_id: str) -> RunResult | None:
         return await run_ops.load_result(self.db, run_id)
@@ -64,23 +99,11 @@ class StoreStateAccessor:
             for p in pause.pending_tool_calls:
                 policies.append((p, await maybe_await(self.policy(result, p))))
         now = utcnow()
+        state = result.model_dump_json()
         async with self.db.write() as conn:
-            old = (
-                await conn.execute(
-                    sa.select(
-                        runs.c.status,
-                        runs.c.pause_kind,
-                        runs.c.pause_step,
-                        runs.c.pause_seq,
-                        runs.c.requester,
-                        runs.c.channel_id,
-                    ).where(runs.c.id == run.id)
-                )
-            ).first()
-            if old is None:
-                raise LeaseLostError(f"Run {run.id} is not in the store: create_run it first")
+            old = await self._old_row(conn, run.id) if _needs_old_row(pause) else None
             values: dict[str, Any] = {
-                "state": result.model_dump_json(),
+                "state": state,
                 "state_schema_version": result.schema_version,
                 "status": run.status,
                 "pause_kind": pause.kind if pause else None,
@@ -96,27 +119,53 @@ class StoreStateAccessor:
             else:
                 values["lease_owner"] = None
                 values["lease_expires_at"] = None
-            written = await conn.execute(
-                runs.update()
-                .where(
-                    runs.c.id == run.id,
-                    runs.c.lease_owner == lease.owner,
-                    runs.c.version == lease.version,
+            # One statement: the fenced write, returning what a new pause's requests need
+            # (no read of the row first; the write's row count is the fence).
+            written = (
+                await conn.execute(
+                    runs.update()
+                    .where(
+                        runs.c.id == run.id,
+                        runs.c.lease_owner == lease.owner,
+                        runs.c.version == lease.version,
+                    )
+                    .values(**values)
+                    .returning(runs.c.requester, runs.c.channel_id)
                 )
-                .values(**values)
-            )
-            if written.rowcount != 1:
+            ).first()
+            if written is None:
+                if await self._old_row(conn, run.id) is None:
+                    raise LeaseLostError(f"Run {run.id} is not in the store: create_run it first")
                 raise LeaseLostError(
                     f"Run {run.id}: the lease of {lease.owner} (version {lease.version}) is no "
                     "longer current; another replica took the run over. This write was refused."
                 )
             if pause is not None and seq is not None:
-                await self._add_requests(conn, result, pause, seq, policies, old)
+                await self._add_requests(conn, result, pause, seq, policies, written)
             if run.status in ENDED_RUN_STATUSES:
                 await requests.cancel_pending(conn, run.id, now)
         lease.version += 1
         if run.status == "running":
             lease.expires_at = values["lease_expires_at"]
+        self.saved = SavedRun(
+            status=run.status,
+            pause_kind=pause.kind if pause else None,
+            pause_step=pause.step if pause else None,
+            pause_seq=seq,
+            updated_at=now,
+            version=lease.version,
+            lease_owner=None if run.status != "running" else lease.owner,
+            lease_expires_at=values["lease_expires_at"],
+            state=state,
+            state_schema_version=result.schema_version,
+        )
+
+    @staticmethod
+    async def _old_row(conn: AsyncConnection, run_id: str) -> Any:
+        query = sa.select(
+            runs.c.status, runs.c.pause_kind, runs.c.pause_step, runs.c.pause_seq
+        ).where(runs.c.id == run_id)
+        return (await conn.execute(query)).first()
 
     async def _add_requests(
         self,

@@ -195,6 +195,9 @@ class DecisionOutcome:
     request: ApprovalRequestRecord | None
     expired: bool = False
     run_ready: bool = False
+    lease: Lease | None = None
+    """Set when the decision that made the run ready also took its lease for this replica
+    (in the same transaction, when asked to): the caller continues the run."""
 
     @property
     def found(self) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, NotRequired, TypedDict, Unpack
 
 import sqlalchemy as sa
@@ -15,7 +16,15 @@ from bot.agent.util import utcnow
 from bot.agent.vocabulary import REQUEST_OUTCOMES, RequestKind, RequestOutcome
 from store.audit import add_audit
 from store.db import READY_CHANNEL, Database, insert_ignore
-from store.records import ANYONE, ApprovalRequestRecord, DecisionOutcome, RequestPolicy
+from store.records import (
+    ANYONE,
+    ApprovalRequestRecord,
+    DecisionOutcome,
+    Lease,
+    RequestPolicy,
+    RunRecord,
+)
+from store.runs import run_record
 from store.schema import approval_requests as req
 from store.schema import request_approvals as rv
 from store.schema import request_approvers as ra
@@ -30,9 +39,9 @@ async def _approvers(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, lis
     if not ids:
         return found
     query = sa.select(ra.c.request_id, ra.c.principal).where(ra.c.request_id.in_(list(ids)))
-    for request_id, principal in (await conn.execute(query.order_by(ra.c.principal))).all():
+    for request_id, principal in (await conn.execute(query)).all():
         found[request_id].append(principal)
-    return found
+    return {i: sorted(p) for i, p in found.items()}  # code point order, whatever the collation
 
 
 async def _approvals(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, list[str]]:
@@ -46,11 +55,43 @@ async def _approvals(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, lis
     return found
 
 
-async def fetch(conn: AsyncConnection, query: sa.Select[Any]) -> list[ApprovalRequestRecord]:
+_SEPARATOR = "\x1f"  # ASCII unit separator: in no user, group or channel id
+_PRINCIPALS = "listed_principals"
+
+
+def _principals_column(conn: AsyncConnection) -> sa.ColumnElement[Any]:
+    """Each request's approvers in one text column of the same query (a correlated
+    aggregate: no second query per read of a few requests)."""
+    if conn.dialect.name == "postgresql":
+        joined = sa.func.string_agg(ra.c.principal, sa.literal(_SEPARATOR))
+    else:
+        joined = sa.func.group_concat(ra.c.principal, sa.literal(_SEPARATOR))
+    return sa.select(joined).where(ra.c.request_id == req.c.id).scalar_subquery().label(_PRINCIPALS)
+
+
+async def fetch(
+    conn: AsyncConnection, query: sa.Select[Any], *, inline_approvers: bool = False
+) -> list[ApprovalRequestRecord]:
     """Run a select over approval_requests and attach each row's approvers (and, for a
-    quorum, the approvals so far)."""
-    rows = (await conn.execute(query)).all()
-    principals = await _approvers(conn, [r.id for r in rows])
+    quorum, the approvals so far). `inline_approvers`: in the same query (for reads of one
+    request or one pause; a page of many is better served by one more query)."""
+    if inline_approvers:
+        query = query.add_columns(_principals_column(conn))
+    return await records_of(conn, (await conn.execute(query)).all())
+
+
+def _inlined(rows: Sequence[Any]) -> dict[str, list[str]] | None:
+    if not rows or _PRINCIPALS not in rows[0]._mapping:
+        return None
+    return {
+        r.id: sorted(r._mapping[_PRINCIPALS].split(_SEPARATOR)) if r._mapping[_PRINCIPALS] else []
+        for r in rows
+    }
+
+
+async def records_of(conn: AsyncConnection, rows: Sequence[Any]) -> list[ApprovalRequestRecord]:
+    """Records of approval_requests rows (all columns), with their approvers and approvals."""
+    principals = _inlined(rows) or await _approvers(conn, [r.id for r in rows])
     approvals = await _approvals(conn, [r.id for r in rows if (r.min_approvals or 1) > 1])
     records = []
     for row in rows:
@@ -68,7 +109,7 @@ async def fetch(conn: AsyncConnection, query: sa.Select[Any]) -> list[ApprovalRe
 
 
 async def _one(conn: AsyncConnection, request_id: str) -> ApprovalRequestRecord | None:
-    found = await fetch(conn, sa.select(req).where(req.c.id == request_id))
+    found = await fetch(conn, sa.select(req).where(req.c.id == request_id), inline_approvers=True)
     return found[0] if found else None
 
 
@@ -88,7 +129,27 @@ async def requests_for_run(
         query = query.where(req.c.pause_seq == seq)
     query = query.order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
     async with db.read() as conn:
-        return await fetch(conn, query)
+        return await fetch(conn, query, inline_approvers=True)
+
+
+async def run_and_current_requests(
+    db: Database, run_id: str
+) -> tuple[RunRecord | None, list[ApprovalRequestRecord]]:
+    """The run's row and, when it waits for people, the requests of its latest pause: what a
+    continuation needs, in one read transaction."""
+    async with db.read() as conn:
+        row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).first()
+        if row is None:
+            return None, []
+        run = run_record(row)
+        if run.status != "waiting_for_human":
+            return run, []
+        query = (
+            sa.select(req)
+            .where(req.c.run_id == run_id, req.c.pause_seq == run.pause_seq)
+            .order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
+        )
+        return run, await fetch(conn, query, inline_approvers=True)
 
 
 async def set_request_message(
@@ -235,8 +296,15 @@ class DecisionInput(TypedDict):
 
 
 async def decide(
-    db: Database, request_id: str, *, now: datetime | None = None, **attempt: Unpack[DecisionInput]
+    db: Database,
+    request_id: str,
+    *,
+    now: datetime | None = None,
+    claim: LeaseClaim | None = None,
+    **attempt: Unpack[DecisionInput],
 ) -> DecisionOutcome:
+    """Decide a pending request exactly once (audited). With `claim`, a decision that makes
+    the run ready also takes its lease in the same transaction (`DecisionOutcome.lease`)."""
     actor, status, reason = attempt["actor"], attempt["status"], attempt.get("reason")
     edited_arguments, output = attempt.get("edited_arguments"), attempt.get("output")
     if status not in REQUEST_OUTCOMES:
@@ -245,21 +313,25 @@ async def decide(
         raise ValueError("An edit needs edited_arguments")
     now = now or utcnow()
     won = expired = False
+    lease: Lease | None = None
     async with db.write() as conn:
-        result = await conn.execute(
-            req.update()
-            .where(req.c.id == request_id, req.c.status == "pending", req.c.expires_at > now)
-            .values(
-                status=status,
-                decided_by=actor,
-                decided_at=now,
-                reason=reason,
-                edited_arguments=edited_arguments,
-                output=output,
+        decided = (
+            await conn.execute(
+                req.update()
+                .where(req.c.id == request_id, req.c.status == "pending", req.c.expires_at > now)
+                .values(
+                    status=status,
+                    decided_by=actor,
+                    decided_at=now,
+                    reason=reason,
+                    edited_arguments=edited_arguments,
+                    output=output,
+                )
+                .returning(*req.columns)
             )
-        )
-        won = result.rowcount == 1
-        request = await _one(conn, request_id)
+        ).all()
+        won = len(decided) == 1
+        request = (await records_of(conn, decided))[0] if won else await _one(conn, request_id)
         if request is not None and not won and request.status == "pending":
             # Still pending, so past its deadline: whoever gets here first expires it.
             result = await conn.execute(
@@ -284,11 +356,13 @@ async def decide(
             detail=_attempt_detail(request, won, status, reason),
             now=now,
         )
-        if won and request is not None and db.is_postgres:
+        if won and request is not None and claim is not None:
+            lease = await _claim_if_ready(conn, request, claim, now)
+        if won and request is not None and lease is None and db.is_postgres:
             # Wake workers as the decision commits (they check whether the run is ready).
             await conn.execute(sa.select(sa.func.pg_notify(READY_CHANNEL, request.run_id)))
-    run_ready = False
-    if request is not None and (won or expired):
+    run_ready = lease is not None
+    if request is not None and (won or expired) and lease is None:
         # Checked after commit: of two deciders finishing a pause together, the later one
         # sees both decisions (a check inside either transaction could miss the other's).
         run_ready = await pause_ready(db, request.run_id, request.pause_seq)
@@ -297,7 +371,48 @@ async def decide(
         request=request,
         expired=request is not None and request.status == "expired" and not won,
         run_ready=run_ready,
+        lease=lease,
     )
+
+
+async def _claim_if_ready(
+    conn: AsyncConnection, request: ApprovalRequestRecord, claim: LeaseClaim, now: datetime
+) -> Lease | None:
+    """In the decision's transaction: take the run's lease if this decision completed its
+    pause (no request of it pending any more, as this transaction sees it) and nobody holds
+    it. One statement instead of a check after commit plus a claim. When another decision of
+    the same pause is in flight it still looks pending here: nothing is claimed, and the
+    check after commit (`pause_ready`) sees both."""
+    pending = sa.exists().where(
+        req.c.run_id == request.run_id,
+        req.c.pause_seq == request.pause_seq,
+        req.c.status == "pending",
+    )
+    expires = now + timedelta(seconds=claim.lease_seconds)
+    version = await conn.scalar(
+        runs.update()
+        .where(
+            runs.c.id == request.run_id,
+            runs.c.status == "waiting_for_human",
+            runs.c.pause_seq == request.pause_seq,
+            runs.c.agent_id.not_like("api:%"),
+            sa.or_(runs.c.lease_owner.is_(None), runs.c.lease_expires_at < now),
+            ~pending,
+        )
+        .values(lease_owner=claim.owner, lease_expires_at=expires, version=runs.c.version + 1)
+        .returning(runs.c.version)
+    )
+    if version is None:
+        return None
+    return Lease(run_id=request.run_id, owner=claim.owner, version=int(version), expires_at=expires)
+
+
+@dataclass(frozen=True)
+class LeaseClaim:
+    """Who takes a run's lease, and for how long, when a decision makes the run ready."""
+
+    owner: str
+    lease_seconds: float
 
 
 async def _claim_due(

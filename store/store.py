@@ -29,7 +29,7 @@ from store.records import (
     RunRecord,
 )
 from store.rekey import reencrypt
-from store.requests import DecisionInput
+from store.requests import DecisionInput, LeaseClaim
 from store.runs import NewRun
 from store.starts import StartLimit, starts_since
 
@@ -182,15 +182,28 @@ class Store:
         """The requests of the run's latest pause (the ones a continuation needs)."""
         return await request_ops.requests_for_run(self.db, run_id, current=True)
 
+    async def run_and_current_requests(
+        self, run_id: str
+    ) -> tuple[RunRecord | None, list[ApprovalRequestRecord]]:
+        """The run and, when it waits for people, its latest pause's requests (one read)."""
+        return await request_ops.run_and_current_requests(self.db, run_id)
+
     async def set_request_message(self, request_id: str, channel_id: str, message_ts: str) -> None:
         await request_ops.set_request_message(self.db, request_id, channel_id, message_ts)
 
     async def decide(
-        self, request_id: str, *, now: datetime | None = None, **attempt: Unpack[DecisionInput]
+        self,
+        request_id: str,
+        *,
+        now: datetime | None = None,
+        claim: bool = False,
+        **attempt: Unpack[DecisionInput],
     ) -> DecisionOutcome:
         """Decide a pending request exactly once: the first attempt before its deadline wins;
-        every attempt is audited."""
-        return await request_ops.decide(self.db, request_id, now=now, **attempt)
+        every attempt is audited. With `claim`, a decision that makes the run ready also
+        takes the run's lease for this replica in the same transaction (`.lease`)."""
+        lease_claim = LeaseClaim(self.replica_id, self.lease_seconds) if claim else None
+        return await request_ops.decide(self.db, request_id, now=now, claim=lease_claim, **attempt)
 
     async def count_approval(
         self,

@@ -324,9 +324,13 @@ class Driver:
                     tc.call.id,
                     tc.call.name,
                 )
-        for tc in turn.calls:
-            if tc.state == "ready":
-                await self._execute(tc)
+        ready = [tc for tc in turn.calls if tc.state == "ready"]
+        closes = not any(tc.state == "pending" for tc in turn.calls)
+        last: TurnCall | None = ready[-1] if ready and closes else None
+        for tc in ready:
+            # The last call of a turn that closes right after it is saved finished by the
+            # save that closes the turn (nothing happens in between): one write, not two.
+            await self._execute(tc, save=tc is not last)
         pending = [tc for tc in turn.calls if tc.state == "pending"]
         if pending:
             items = [
@@ -349,9 +353,13 @@ class Driver:
             run.messages.append(Message(role="user", content=turn.human_input))
         run.turn = None
         await self.save()
+        if last is not None:
+            await self._finished(last)
         return False
 
-    async def _execute(self, tc: TurnCall) -> None:
+    async def _execute(self, tc: TurnCall, *, save: bool = True) -> None:
+        """Run one approved (or automatic) call: saved started before its body, finished
+        after it (`save=False`: the caller saves it, then calls `_finished`)."""
         run = self.run
         tool = self.agent.tools[tc.call.name]
         tc.state, tc.started_at = "started", utcnow()
@@ -387,7 +395,11 @@ class Driver:
                 tool.redact(failure.text, tc.arguments),
             )
         tc.state, tc.finished_at = "finished", utcnow()
-        await self.save()
+        if save:
+            await self.save()
+            await self._finished(tc)
+
+    async def _finished(self, tc: TurnCall) -> None:
         await self.emit("tool_finished", call_id=tc.call.id, tool=tc.call.name, detail=tc.error)
 
     async def _fail(self, error: str, failure: Failure | None = None) -> RunResult:

@@ -15,7 +15,7 @@ from bot.service.api_tool import is_api_run
 from bot.service.arguments import ArgumentsAccess
 from bot.service.cancel import Canceller, approvals_of
 from bot.service.commands import MAX_REQUEST_CHARS, Command, parse
-from bot.service.decide import OUTPUT_FIELD, REASON_FIELD, Action, Decider
+from bot.service.decide import OUTPUT_FIELD, REASON_FIELD, Action, Decider, remember_read
 from bot.service.grants import Grants
 from bot.service.limits import StartGate
 from bot.service.outcome import IGNORED, Actor, Outcome
@@ -138,7 +138,11 @@ class Service:
     # -- approval requests and runs, for the front ends -----------------------------------
 
     async def approval_request(self, request_id: str) -> ApprovalRequestRecord | None:
-        return await self.store.get_request(request_id) if request_id else None
+        """The request, read now (a `check` or `decide` that follows at once in the same task
+        uses this read instead of its own)."""
+        request = await self.store.get_request(request_id) if request_id else None
+        remember_read(request)
+        return request
 
     async def request_with_run(
         self, request_id: str

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
 
 from bot.agent.tools import Tool, argument_errors
@@ -18,7 +20,7 @@ from bot.service.policy import stricter
 from bot.service.ports import Directory, Presenter
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner
-from store import ApprovalRequestRecord, DecisionOutcome, Store
+from store import ApprovalRequestRecord, DecisionOutcome, RunRecord, Store
 
 log = logging.getLogger("sayso.service")
 
@@ -46,6 +48,30 @@ _ANSWERS: tuple[PersonAction, ...] = ("answer", "review")
 def _needs_reason(request: ApprovalRequestRecord, action: PersonAction, reason: str | None) -> bool:
     """Approving (or editing) a request that needs a reason, without one."""
     return request.require_reason and action in ("approve", "edit") and not (reason or "").strip()
+
+
+JUST_READ_SECONDS = 0.25
+"""How old a request read earlier in the same task may be for `check` to use it."""
+_just_read: ContextVar[tuple[float, ApprovalRequestRecord] | None] = ContextVar(
+    "sayso_just_read", default=None
+)
+
+
+def remember_read(request: ApprovalRequestRecord | None) -> None:
+    """A front end read this request to handle a click; the check that follows in the same
+    task (within `JUST_READ_SECONDS`) uses it instead of reading it again. Nothing is lost by
+    that: the decision itself is a conditional write that only a pending request passes."""
+    _just_read.set((time.monotonic(), request) if request is not None else None)
+
+
+def _recently_read(request_id: str) -> ApprovalRequestRecord | None:
+    found = _just_read.get()
+    if found is None:
+        return None
+    _just_read.set(None)  # used once
+    at, request = found
+    fresh = time.monotonic() - at <= JUST_READ_SECONDS
+    return request if fresh and request.id == request_id else None
 
 
 def already_decided(request: ApprovalRequestRecord) -> str:
@@ -90,7 +116,7 @@ class Decider:
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         """May this person decide this request now? (Used before opening a modal.)"""
-        request = await self.store.get_request(request_id)
+        request = _recently_read(request_id) or await self.store.get_request(request_id)
         if request is None:
             return Outcome("not_found", "This request no longer exists.")
         if request.status != "pending":
@@ -178,16 +204,19 @@ class Decider:
             reason=reason,
             edited_arguments=arguments if action == "edit" else None,
             output=output if action in _ANSWERS else None,
+            # the run's lease in the same transaction, when this process will drive it now
+            claim=request.api_spec is None and self.runner.drives_now(),
         )
         if result.request is None:
             return Outcome("not_found", "This request no longer exists.")
         if not result.won:
             kind: OutcomeKind = "expired" if result.expired else "lost"
             if result.expired:
-                await self.refresh_card(result.request)
+                await self.refresh_card(result.request, checked.run)
                 await self._settled(result.request)
             return Outcome(kind, already_decided(result.request), result.request)
-        return await self._decided(request, actor, result, standing and action == "approve")
+        standing = standing and action == "approve"
+        return await self._decided(request, actor, result, standing, checked.run)
 
     async def _decided(
         self,
@@ -195,6 +224,7 @@ class Decider:
         actor: Actor,
         result: DecisionOutcome,
         standing: bool = False,
+        run: RunRecord | None = None,
     ) -> Outcome:
         """After a recorded decision: show it (and any standing approval it gives, before
         the run goes on), continue the run when its pause is complete."""
@@ -209,10 +239,12 @@ class Decider:
             result.request.status,
         )
         await self._settled(result.request)  # first: a waiting caller hears at once
-        if result.run_ready and request.api_spec is None:
+        if result.lease is not None:  # claimed with the decision: the run goes on here
+            self.runner.drive_claimed(result.lease)
+        elif result.run_ready and request.api_spec is None:
             # then the run goes on while the card is updated (an API request's caller goes on)
             await self.runner.continue_run(request.run_id)
-        await self.refresh_card(result.request)
+        await self.refresh_card(result.request, run)
         return Outcome(
             "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
         )
@@ -364,9 +396,14 @@ class Decider:
             return Outcome("invalid", message, request, {OUTPUT_FIELD: message})
         return None
 
-    async def refresh_card(self, request: ApprovalRequestRecord) -> None:
-        """Show the request's current status on its card (a failure is logged, not raised)."""
-        run = await self.store.get_run(request.run_id)
+    async def refresh_card(
+        self, request: ApprovalRequestRecord, run: RunRecord | None = None
+    ) -> None:
+        """Show the request's current status on its card (a failure is logged, not raised).
+        `run`: the request's run as read before (a card shows only what never changes of it:
+        its agent and requester); read here otherwise."""
+        if run is None or run.id != request.run_id:
+            run = await self.store.get_run(request.run_id)
         if run is None:
             return
         try:

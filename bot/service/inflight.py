@@ -12,7 +12,8 @@ import asyncio
 from typing import Any, Literal
 
 from bot.agent.state import RunResult
-from store import Lease, StoreStateAccessor
+from store import Lease, RunRecord, StoreStateAccessor
+from store.accessor import SavedRun
 
 Phase = Literal["driving", "presenting"]
 
@@ -50,11 +51,28 @@ class WatchedAccessor:
 class InFlight:
     """One run driven here now."""
 
-    def __init__(self, lease: Lease, accessor: StoreStateAccessor) -> None:
+    def __init__(
+        self, lease: Lease, accessor: StoreStateAccessor, record: RunRecord | None = None
+    ) -> None:
         self.lease = lease
         self.accessor = WatchedAccessor(accessor)
         self.task: asyncio.Task[Any] | None = None
         self.phase: Phase = "driving"
+        self.record = record
+        """The run's row as read before this drive; with the accessor's saves, the row now."""
+        self._current: tuple[SavedRun | None, RunRecord] | None = None
+
+    def current(self) -> RunRecord | None:
+        """The run's row as this process last wrote it (None when it was never read): while
+        the lease is held, nobody else writes it, so there is nothing to read back. (A cancel
+        fences the next save; its own presenting does not come from here.)"""
+        if self.record is None:
+            return None
+        saved = self.accessor.inner.saved
+        if self._current is None or self._current[0] is not saved:
+            record = saved.applied_to(self.record) if saved is not None else self.record
+            self._current = (saved, record)
+        return self._current[1]
 
     @property
     def in_tool_body(self) -> bool:

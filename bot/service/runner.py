@@ -6,7 +6,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -220,6 +220,7 @@ class Runner:
             queued_ahead = await self.store.count_ready()
             if queued_ahead:  # the worker that takes it shows it running (see _continue)
                 context[QUEUED_KEY] = True
+        run: RunRecord | None = None
         if thread_ts is None and channel_id is not None:
             run = await self.store.get_run(run_id)
             assert run is not None
@@ -247,6 +248,7 @@ class Runner:
                     await self.store.release(lease)
                 raise
             await self.store.set_thread(run_id, channel_id, ts)
+            run = replace(run, channel_id=channel_id, thread_ts=ts)
         if self.handoff is not None:
             await self._hand_off_new(lease, agent, conversation, context)
             return run_id
@@ -261,7 +263,7 @@ class Runner:
                 require_approval=self.needs_approval(agent),
             )
 
-        self.spawn(self._drive(lease, agent, begin, stream=True), name=f"run:{run_id}")
+        self.spawn(self._drive(lease, agent, begin, stream=True, run=run), name=f"run:{run_id}")
         return run_id
 
     async def _hand_off_new(
@@ -333,6 +335,12 @@ class Runner:
         self.spawn(self._continue(lease, retry), name=f"continue:{run_id}")
         return True
 
+    def drives_now(self) -> bool:
+        """Would a run that became ready be claimed and driven by this process at once?
+        (Not on a front whose runs go to workers, nor with every slot taken: such a run
+        waits unleased, visible to every replica.)"""
+        return self.handoff is None and not self._slots.locked()
+
     def drive_claimed(self, lease: Lease) -> asyncio.Task[Any]:
         """Continue a run this process has just claimed (a worker's batch claim)."""
         log.info("event=run_claimed run_id=%s owner=%s", lease.run_id, lease.owner)
@@ -352,8 +360,9 @@ class Runner:
 
     async def _continue(self, lease: Lease, retry: bool, slot_held: bool = False) -> None:
         async with self._cpu:
-            result = await self.store.load_result(lease.run_id)
-            run = await self.store.get_run(lease.run_id)
+            # one read: the row, its state and (waiting for people) its pause's requests
+            run, requests = await self.store.run_and_current_requests(lease.run_id)
+            result = RunResult.model_validate_json(run.state) if run and run.state else None
         if run is not None and is_api_run(run.agent_id):
             # An API request's continuation is its caller's: sayso never drives it.
             await self.store.release(lease)
@@ -372,7 +381,7 @@ class Runner:
                     run.request_text, context=context, state=acc, run_id=run.id, on_event=ev
                 )
 
-            await self._drive(lease, agent, restart, slot_held=slot_held)
+            await self._drive(lease, agent, restart, slot_held=slot_held, run=run)
             return
         status = result.run.status
         fn: Callable[[Any, Any], Awaitable[RunResult]]
@@ -388,7 +397,6 @@ class Runner:
                 )
 
         elif status == "waiting_for_human" and result.run.pause is not None:
-            requests = await self.store.current_requests(lease.run_id)
             if not requests or any(r.status == "pending" for r in requests):
                 await self.store.release(lease)
                 return
@@ -403,7 +411,7 @@ class Runner:
                     **kwargs,
                 )
 
-            await self._drive(lease, agent, fn, slot_held=slot_held, stream=True)
+            await self._drive(lease, agent, fn, slot_held=slot_held, stream=True, run=run)
             return
 
         elif status == "running":
@@ -420,7 +428,7 @@ class Runner:
         else:
             await self.store.release(lease)
             return
-        await self._drive(lease, agent, fn, slot_held=slot_held)
+        await self._drive(lease, agent, fn, slot_held=slot_held, run=run)
 
     async def _renew(self, lease: Lease) -> None:
         """Renew until cancelled. A failed renewal is no reason to stop: a save may have
@@ -445,11 +453,15 @@ class Runner:
         *,
         slot_held: bool = False,
         stream: bool = False,
+        run: RunRecord | None = None,
     ) -> None:
         """Drive a run; `stream`: its text streams to the thread (never on a retry or a
-        recovery, which could show text a second time)."""
-        on_event = RunCallbacks(self._progress, await self._text_sink(lease.run_id, stream))
-        flight = InFlight(lease, self.store.accessor(lease, self.request_policy(agent)))
+        recovery, which could show text a second time). `run`: its row, read just before
+        (read here otherwise); while driving, the row is known from this process's saves."""
+        if run is None:
+            run = await self.store.get_run(lease.run_id)
+        on_event = RunCallbacks(self._progress, self._text_sink(run, stream))
+        flight = InFlight(lease, self.store.accessor(lease, self.request_policy(agent)), run)
         accessor = flight.accessor
         renewer = asyncio.create_task(self._renew(lease))
         task = asyncio.current_task()
@@ -492,7 +504,7 @@ class Runner:
         finally:
             renewer.cancel()
         try:
-            await self.present(result)
+            await self.present(result, flight.current())
         finally:
             self._forget(flight)
 
@@ -521,15 +533,14 @@ class Runner:
                 except Exception:
                     log.exception("event=hand_back_failed run_id=%s", flight.lease.run_id)
 
-    async def _text_sink(self, run_id: str, stream: bool) -> TextSink | None:
+    def _text_sink(self, run: RunRecord | None, stream: bool) -> TextSink | None:
         """Where the run's text streams (None: shown only when the answer is complete)."""
-        if not stream:
+        if not stream or run is None:
             return None
         try:
-            run = await self.store.get_run(run_id)
-            return self.presenter.text_sink(run) if run is not None else None
+            return self.presenter.text_sink(run)
         except Exception:
-            log.exception("event=text_sink_failed run_id=%s", run_id)
+            log.exception("event=text_sink_failed run_id=%s", run.id)
             return None
 
     async def _mark_failed(self, accessor: Any, lease: Lease, error: str) -> None:
@@ -549,7 +560,10 @@ class Runner:
     async def _progress(self, event: RunEvent) -> None:
         if event.type not in ("tool_started", "tool_finished", "paused", "completed", "failed"):
             return
-        run = await self.store.get_run(event.run_id)
+        flight = self.in_flight.get(event.run_id)
+        run = flight.current() if flight is not None else None
+        if run is None:
+            run = await self.store.get_run(event.run_id)
         if run is None:
             return
         await self.presenter.show_activity(run)
@@ -565,18 +579,20 @@ class Runner:
         except Exception:
             log.exception("event=presenter_failed")
 
-    async def present(self, result: RunResult) -> None:
-        """Show where a run stopped: new cards, the final answer, or the failure."""
+    async def present(self, result: RunResult, run: RunRecord | None = None) -> None:
+        """Show where a run stopped: new cards, the final answer, or the failure (`run`: its
+        row as saved, when the caller knows it)."""
         async with self._cpu:
-            await self._present(result)
+            await self._present(result, run)
 
-    async def _present(self, result: RunResult) -> None:
-        run = await self.store.get_run(result.run.id)
+    async def _present(self, result: RunResult, run: RunRecord | None) -> None:
+        if run is None or run.id != result.run.id:
+            run = await self.store.get_run(result.run.id)
         if run is None:
             return
         status = result.run.status
         if status == "waiting_for_human" and result.run.pause is not None:
-            await self.post_cards(run.id)
+            await self.post_cards(run.id, run)
         elif status == "completed":
             last = result.run.messages[-1] if result.run.messages else None
             cut = bool(last and last.truncated)
@@ -636,8 +652,9 @@ class Runner:
             await self.continue_run(run.id)
         return True
 
-    async def post_cards(self, run_id: str) -> None:
-        run = await self.store.get_run(run_id)
+    async def post_cards(self, run_id: str, run: RunRecord | None = None) -> None:
+        if run is None:
+            run = await self.store.get_run(run_id)
         if run is None:
             return
         for request in await self.store.current_requests(run_id):

@@ -64,6 +64,17 @@ class LiveStatus:
             if flusher is None or flusher.done():
                 del self._runs[run_id]
 
+    def root_shown(self, run_id: str) -> dict[str, Any] | None:
+        """The root message last shown for the run by this process, if known."""
+        live = self._runs.get(run_id)
+        return live.root_shown if live is not None else None
+
+    def note_root(self, run_id: str, root: dict[str, Any]) -> None:
+        """The root message was updated elsewhere (the run stopped): not sent again here."""
+        live = self._runs.get(run_id)
+        if live is not None:
+            live.root_shown = root
+
     async def settle(self, run_id: str) -> None:
         """Wait until the newest state of the run is shown (tests, before a final message)."""
         live = self._runs.get(run_id)

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -34,13 +35,29 @@ class SlackPresenter:
         self.live = LiveStatus(client)
         self._streams: dict[str, AnswerStream] = {}
         self.closing = closing
+        self._session: aiohttp.ClientSession | None = None
+
+    def _share_connections(self) -> None:
+        """Give the Web API client one HTTP session (on this event loop): without one,
+        slack-sdk opens and closes a session, and a TCP connection, for every call."""
+        current = self.client.session
+        if current is None or current.closed:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.client.timeout)
+            )
+            self.client.session = self._session
 
     async def close(self) -> None:
-        """Cancel refreshes still waiting (coalesced App Home refreshes)."""
+        """Cancel refreshes still waiting (coalesced App Home refreshes); close the HTTP
+        session this presenter opened (the client makes its own per call again)."""
         if self.closing is not None:
             await self.closing()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def _post(self, run: RunRecord, message: dict[str, Any]) -> str | None:
+        self._share_connections()
         if not run.channel_id:
             return None
         resp = await self.client.chat_postMessage(
@@ -51,6 +68,7 @@ class SlackPresenter:
     async def post_root(self, run: RunRecord, *, queued_ahead: int = 0) -> str:
         """The message that starts the run's thread; its ts becomes the thread's. With
         `queued_ahead`, its status says how many runs wait for a worker before it."""
+        self._share_connections()
         if not run.channel_id:
             raise ValueError(f"run {run.id} has no channel to post its first message in")
         resp = await self.client.chat_postMessage(
@@ -60,9 +78,15 @@ class SlackPresenter:
         return str(resp["ts"])
 
     async def update_root(self, run: RunRecord) -> None:
+        """Show the run's status on its root message (not again if the live status already
+        shows exactly this)."""
+        self._share_connections()
         if run.channel_id and run.thread_ts and run.requester is not None:
             message = messages.root_message(run_info(run))
+            if self.live.root_shown(run.id) == message:
+                return
             await self.client.chat_update(channel=run.channel_id, ts=run.thread_ts, **message)
+            self.live.note_root(run.id, message)
 
     def card_channel(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None:
         """The run's thread, or the agent's channel when the run is in the requester's side
@@ -94,6 +118,7 @@ class SlackPresenter:
         return ts
 
     async def update_card(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
+        self._share_connections()
         if not (request.channel_id and request.message_ts):
             return
         message = cards.request_card(card_info(request, run, self.agents))
@@ -104,12 +129,14 @@ class SlackPresenter:
 
     async def show_activity(self, run: RunRecord) -> None:
         """The run's live status (one message, updated in place, rate-limited)."""
+        self._share_connections()
         if run.status in ("waiting_for_human", "cancelled"):
             self._streams.pop(run.id, None)  # its text so far stays as it is
         self.live.show(run)
 
     def text_sink(self, run: RunRecord) -> AnswerStream | None:
         """Stream the run's text into its thread (a person asked: Slack streams to them)."""
+        self._share_connections()
         if not (run.channel_id and run.thread_ts and run.requester and run.team_id):
             return None
         self._streams[run.id] = AnswerStream(self.client, run)
@@ -176,5 +203,6 @@ class SlackPresenter:
             )
 
     async def refresh_home(self, user_id: str) -> None:
+        self._share_connections()
         if self.home_refresher is not None:
             await self.home_refresher(user_id)

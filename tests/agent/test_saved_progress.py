@@ -36,7 +36,12 @@ async def test_saves_every_step_and_continues_by_id(
     assert result.run.status == "waiting_for_human"
     assert (await state.load(result.run.id)) == result
     states = [(s.run.step, s.run.turn.calls[0].state if s.run.turn else None) for s in state.saved]
-    assert (1, "started") in states and (1, "finished") in states
+    # saved started before the body runs; its result saved right after (with the turn it
+    # closes: the last call of a turn is saved finished by the save that closes the turn)
+    started = states.index((1, "started"))
+    assert states[started + 1] == (1, None)
+    after = state.saved[started + 1].run.messages
+    assert after[-1].role == "tool" and "api" in (after[-1].content or "")
     assert states[-1] == (2, "pending")
 
     backend.reply(text="done")

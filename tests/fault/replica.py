@@ -25,6 +25,7 @@ import asyncio
 import logging
 import os
 import signal
+from typing import Any
 
 from aiohttp import web
 
@@ -34,21 +35,34 @@ from bot.serve import serve_worker, wait_for_stop
 from bot.service.registry import AgentRegistry
 from bot.service.runner import Runner
 from bot.slack.app import build_bot
+from store import Lease
 from tests.fault.agents import make_agents
 
 log = logging.getLogger("sayso.fault")
 
 
 def die_after_decision() -> None:
-    async def dying(self: Runner, run_id: str, *, retry: bool = False) -> bool:
+    """SIGKILL once a decision is recorded, before its run continues: whether the run was
+    left for any replica (`continue_run`) or claimed with the decision (`drive_claimed`: then
+    its lease must lapse before another replica takes it)."""
+
+    def die(run_id: str) -> None:
         log.warning("event=fault_injected run_id=%s: SIGKILL before the continuation", run_id)
         logging.shutdown()
         if os.getpgrp() == os.getpid():  # the replica's process group: its worker too
             os.killpg(os.getpgrp(), signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
+
+    async def dying(self: Runner, run_id: str, *, retry: bool = False) -> bool:
+        die(run_id)
         return False  # pragma: no cover
 
+    def dying_claimed(self: Runner, lease: Lease) -> asyncio.Task[Any]:
+        die(lease.run_id)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     Runner.continue_run = dying  # type: ignore[method-assign]
+    Runner.drive_claimed = dying_claimed  # type: ignore[method-assign]
 
 
 async def serve(args: argparse.Namespace) -> None:
