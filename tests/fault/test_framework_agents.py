@@ -92,7 +92,7 @@ async def test_a_card_of_a_killed_process_is_continued_by_another_once(
     delivery = await sb.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     assert delivery.ok, delivery.summary()
     await sb.wait_for(lambda _: framework.answer in thread_text(sb), timeout=30)
-    assert [e["pid"] for e in executions(cluster.effects)] == [second.proc.pid]
+    assert [e["pid"] for e in executions(cluster.effects)] == [second.driver.pid]
     answers = [m for m in thread(sb) if m.get("text") == framework.answer]
     assert len(answers) == 1
     await sb.wait_for(lambda _: not cards(sb), timeout=10)  # the card shows the decision
