@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -127,7 +128,7 @@ class FrameworkModel:
         raise RuntimeError(f"{self.name} agents call their own model: sayso never does")
 
 
-class FrameworkAgent(Agent):
+class FrameworkAgent(Agent, ABC):
     """An agent whose steps another framework takes (see the module docstring).
 
     Args:
@@ -163,10 +164,12 @@ class FrameworkAgent(Agent):
 
     # -- what an adapter implements -------------------------------------------------------
 
+    @abstractmethod
     async def start(self, conversation: list[Message], context: dict[str, Any]) -> Step:
         """Run the framework on the conversation (its last message is the request)."""
         raise NotImplementedError
 
+    @abstractmethod
     async def resume(
         self, state: Any, decisions: list[CallDecision], context: dict[str, Any]
     ) -> Step:

@@ -7,6 +7,7 @@ events are assembled (`StreamAssembler`).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -32,7 +33,7 @@ class StreamAssembler(Protocol):
 A = TypeVar("A", bound=StreamAssembler)
 
 
-class HttpModel(Generic[A]):
+class HttpModel(ABC, Generic[A]):
     """A model behind an HTTP API (subclasses set `provider` and `default_base_url`)."""
 
     provider = ""
@@ -55,33 +56,41 @@ class HttpModel(Generic[A]):
     # -- what a provider says --------------------------------------------------------------
 
     @property
+    @abstractmethod
     def _url(self) -> str:
         raise NotImplementedError
 
     @property
+    @abstractmethod
     def _headers(self) -> dict[str, str]:
         raise NotImplementedError
 
+    @abstractmethod
     def _payload(
         self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
     ) -> dict[str, Any]:
         """The request body without max_tokens (raises EmptyPromptError for a blank prompt)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _body(self, payload: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
         """The body of a whole request with this output limit."""
         raise NotImplementedError
 
+    @abstractmethod
     def _stream_body(self, payload: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
         """The body of a streamed request with this output limit."""
         raise NotImplementedError
 
+    @abstractmethod
     def _parse(self, data: dict[str, Any]) -> ModelResponse:
         raise NotImplementedError
 
+    @abstractmethod
     def _assembler(self) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def _streamed(self, events: A) -> ModelResponse:
         """The whole answer of a finished stream, as `_parse` gives it for a whole request."""
         raise NotImplementedError
