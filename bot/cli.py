@@ -129,6 +129,12 @@ def _agents_or_none(settings: Settings) -> AgentRegistry | None:
         return None
 
 
+async def cmd_audit(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.ops.audit_cli import run_audit
+
+    await run_audit(args, settings)
+
+
 async def cmd_policy(args: argparse.Namespace, settings: Settings) -> None:
     from bot.policy_cli import run_policy_command
 
@@ -174,9 +180,11 @@ def parser() -> argparse.ArgumentParser:
         "cancel", help="cancel a run: no further tool runs, its open requests close"
     )
     cancel.add_argument("run_id")
+    from bot.ops.audit_cli import add_parser as add_audit_parser
     from bot.policy_cli import add_parser
 
     add_parser(sub)
+    add_audit_parser(sub)
     add_keys_parser(sub)
     add_request_parser(sub)
     return p
@@ -190,6 +198,7 @@ COMMANDS = {
     "db": cmd_db,
     "runs": cmd_runs,
     "policy": cmd_policy,
+    "audit": cmd_audit,
     "keys": run_keys,
     "request": run_request,
 }
