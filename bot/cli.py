@@ -53,7 +53,12 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> None:
     warn_renamed_settings(settings)
     if args.concurrency is not None:
         settings = settings.model_copy(update={"sayso_worker_concurrency": args.concurrency})
-    await serve_worker(settings, load_agents(args.agents or settings.sayso_agents))
+    await serve_worker(
+        settings,
+        load_agents(args.agents or settings.sayso_agents),
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
+    )
 
 
 def warn_renamed_settings(settings: Settings) -> None:
@@ -159,6 +164,8 @@ def parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="drive runs, without a front (PostgreSQL)")
     worker.add_argument("--concurrency", type=int, help="runs in flight at once (default 200)")
     worker.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
+    worker.add_argument("--metrics-port", type=int, help="serve GET /metrics on this port")
+    worker.add_argument("--metrics-host", default="0.0.0.0", help="(with --metrics-port)")
     sub.add_parser("mcp", help="serve MCP over stdio (the key in SAYSO_KEY)")
     demo = sub.add_parser("demo", help="try sayso in a local Slack sandbox in your browser")
     demo.add_argument("--port", type=int, default=3000)

@@ -28,6 +28,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.db import Database
@@ -334,3 +338,37 @@ async def serve_metrics(host: str, port: int) -> web.AppRunner:
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner
+
+
+# -- Slack Web API errors: counted from the client's responses --------------------------------
+
+
+class _SlackErrorCounter(AsyncRetryHandler):
+    """A retry handler that never retries: it counts each `ok: false` answer (and each failed
+    connection) by method and error, for every call of the client it is put on."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        method = request.url.rstrip("/").rsplit("/", 1)[-1].split("?")[0]
+        if error is not None:
+            slack_api_error(method, type(error).__name__)
+        elif response is not None:
+            body = response.body if isinstance(response.body, dict) else {}
+            if response.status_code == 429:
+                slack_api_error(method, "ratelimited")
+            elif body.get("ok") is False:
+                slack_api_error(method, str(body.get("error") or "unknown"))
+        return False
+
+
+def count_slack_errors(client: Any) -> None:
+    """Count the Slack API errors of this client (an AsyncWebClient; idempotent)."""
+    handlers = client.retry_handlers
+    if not any(isinstance(h, _SlackErrorCounter) for h in handlers):
+        handlers.insert(0, _SlackErrorCounter())
