@@ -24,14 +24,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("sayso")
 
 
-def setup_logging(level: str) -> None:
-    """Key=value lines on stderr, every one scrubbed of secrets (see bot/scrub.py)."""
+def setup_logging(level: str, fmt: str = "text") -> None:
+    """Key=value lines on stderr (or JSON objects, `SAYSO_LOG_FORMAT=json`: bot/ops/logs.py),
+    every one scrubbed of secrets (see bot/agent/scrub.py)."""
     install_log_scrubbing()
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    if fmt == "json":
+        from bot.ops.logs import use_json_logs
+
+        use_json_logs(level)
+    else:
+        logging.basicConfig(
+            level=level,
+            format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
+            stream=sys.stderr,
+        )
     for noisy in ("aiohttp.access", "httpx", "httpcore", "slack_bolt", "slack_sdk", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -215,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(argv)
     try:
         settings = load_settings()
-        setup_logging(settings.sayso_log_level)
+        setup_logging(settings.sayso_log_level, settings.sayso_log_format)
         asyncio.run(COMMANDS[args.command](args, settings))
     except ConfigError as exc:
         print(f"sayso: {exc}", file=sys.stderr)
