@@ -146,6 +146,14 @@ async def cmd_audit(args: argparse.Namespace, settings: Settings) -> None:
     await run_audit(args, settings)
 
 
+async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.ops.doctor import doctor
+
+    code = await doctor(settings, args.json)
+    if code:
+        raise SystemExit(code)
+
+
 async def cmd_policy(args: argparse.Namespace, settings: Settings) -> None:
     from bot.policy_cli import run_policy_command
 
@@ -198,6 +206,8 @@ def parser() -> argparse.ArgumentParser:
 
     add_parser(sub)
     add_audit_parser(sub)
+    doctor = sub.add_parser("doctor", help="check the configuration: one line per check, a fix")
+    doctor.add_argument("--json", action="store_true", help="one JSON object for machines")
     add_keys_parser(sub)
     add_request_parser(sub)
     return p
@@ -212,6 +222,7 @@ COMMANDS = {
     "runs": cmd_runs,
     "policy": cmd_policy,
     "audit": cmd_audit,
+    "doctor": cmd_doctor,
     "keys": run_keys,
     "request": run_request,
 }

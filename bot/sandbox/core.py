@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.ops.doctor import BOT_SCOPES
 from bot.sandbox import payloads
 from bot.sandbox.delivery import ACK_TIMEOUT, Deliverer, Delivery
 from bot.sandbox.socket_mode import SocketHub
@@ -94,6 +95,8 @@ class SandboxCore:
         self.bot_token = bot_token
         self.deliver_bot_messages = deliver_bot_messages
         self.refuse_streaming = False  # True: chat.startStream fails, as if not allowed
+        self.scopes: list[str] = list(BOT_SCOPES)
+        """What auth.test's `x-oauth-scopes` header says the token has (a test drops one)."""
         self.trigger_ttl = trigger_ttl
         self.ws = Workspace(
             default_people() if people is None else people,
