@@ -143,15 +143,16 @@ async def add_audit(
         "tenant": head.tenant,
     }
     digest = event_hash(head_hash, values)
-    result = await conn.execute(
-        audit_events.insert().values(**values, prev_hash=head_hash, hash=digest)
-    )
-    inserted = result.inserted_primary_key
-    assert inserted is not None
-    event_id = inserted[0]
-    await conn.execute(
-        audit_chain.update().where(audit_chain.c.id == 1).values(head_id=event_id, head_hash=digest)
-    )
+    insert = audit_events.insert().values(**values, prev_hash=head_hash, hash=digest)
+    head = audit_chain.update().where(audit_chain.c.id == 1)
+    if conn.dialect.name == "postgresql":  # one round trip: the insert feeds the head's update
+        inserted = insert.returning(audit_events.c.id).cte("inserted")
+        new_id = sa.select(inserted.c.id).scalar_subquery()
+        await conn.execute(head.values(head_id=new_id, head_hash=digest))
+    else:
+        result = await conn.execute(insert)
+        assert result.inserted_primary_key is not None
+        await conn.execute(head.values(head_id=result.inserted_primary_key[0], head_hash=digest))
     for observer in AUDIT_OBSERVERS:
         try:
             await observer(conn, values)
