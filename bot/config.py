@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     sayso_audit_webhook_secret: SecretStr | None = None
     sayso_audit_retention: timedelta | None = None
     sayso_log_format: Literal["text", "json"] = "text"
+    # traces (`sayso[otel]`): on when an OTLP endpoint is set; the exporter reads the other
+    # standard OTEL_* variables itself
+    otel_exporter_otlp_endpoint: str | None = None
+    otel_exporter_otlp_traces_endpoint: str | None = None
     sayso_url: str | None = None  # `sayso request`: the sayso to ask (--url)
     sayso_key: SecretStr | None = None  # `sayso request`: the API key (--key)
 

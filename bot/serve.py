@@ -115,12 +115,15 @@ def readyz(bot: Bot) -> Callable[[web.Request], Awaitable[web.Response]]:
 
 
 def observe(bot: Bot) -> None:
-    """Metrics for this process: decisions, model requests, Slack errors, pending requests."""
-    from bot.ops import metrics
+    """Metrics for this process (decisions, model requests, Slack errors, pending requests)
+    and, with `sayso[otel]` and an OTLP endpoint, traces."""
+    from bot.ops import metrics, tracing
 
     metrics.install()
     metrics.watch_store(bot.store.db)
     metrics.count_slack_errors(bot.client)
+    if tracing.setup(bot.settings):  # `sayso[otel]` and an OTLP endpoint
+        tracing.trace_slack_calls(bot.client)
 
 
 @asynccontextmanager

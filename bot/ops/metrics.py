@@ -318,12 +318,16 @@ async def ack_middleware(request: web.Request, handler: Handler) -> web.StreamRe
     """Time each `POST /slack/events` answer (the ack Slack waits for), by request type."""
     if request.method != "POST" or request.path != "/slack/events":
         return await handler(request)
+    from bot.ops import tracing
+
     started = time.perf_counter()
     body = await request.read()  # cached: the handler reads it again for free
+    kind = request_type(body, request.content_type or "")
     try:
-        return await handler(request)
+        async with tracing.span(f"slack.ack {kind}", kind="SERVER", request_type=kind):
+            return await handler(request)
     finally:
-        ack(request_type(body, request.content_type or ""), time.perf_counter() - started)
+        ack(kind, time.perf_counter() - started)
 
 
 def add_routes(app: web.Application) -> None:
