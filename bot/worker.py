@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -53,6 +54,7 @@ class Worker:
         self._mine: set[asyncio.Task[Any]] = set()
         self._full = False
         self._stopping = False
+        self._counting: set[asyncio.Task[None]] = set()
 
     @property
     def runs_in_flight(self) -> int:
@@ -118,8 +120,29 @@ class Worker:
                 task = self.service.runner.drive_claimed(lease)
                 self._mine.add(task)
                 task.add_done_callback(self._finished)
+                task.add_done_callback(functools.partial(self._count_if_ended, lease.run_id))
             if len(leases) < batch:
                 return
+
+    def _count_if_ended(self, run_id: str, _task: asyncio.Task[Any]) -> None:
+        """`sayso_runs_total`: a drive that ended its run (completed or failed; cancellations
+        are counted from the audit trail). One read of the run, off the drive's path.
+        TODO(issue 23): a one-line call where the runner ends a run, once bot/service allows."""
+        if self._stopping:
+            return
+        counting = asyncio.get_running_loop().create_task(self._count_end(run_id))
+        self._counting.add(counting)
+        counting.add_done_callback(self._counting.discard)
+
+    async def _count_end(self, run_id: str) -> None:
+        from bot.ops import metrics
+
+        try:
+            run = await self.service.store.get_run(run_id)
+        except Exception:
+            return
+        if run is not None and run.status in ("completed", "failed"):
+            metrics.run_finished(run.status)
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._mine.discard(task)

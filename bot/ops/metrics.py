@@ -214,6 +214,9 @@ async def _on_audit(conn: AsyncConnection, event: Mapping[str, Any]) -> None:
     if action == "webhook":
         webhook_delivery(outcome)
         return
+    if action == "cancel" and outcome == "ok" and event.get("run_id"):
+        run_finished("cancelled")
+        return
     if not request_id or not (
         (action == "decide" and outcome == "won") or (action == "expire" and outcome == "expired")
     ):

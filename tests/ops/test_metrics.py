@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +18,7 @@ from bot.serve import http_front, observe
 from bot.slack.app import Bot
 from tests.e2e.flows import open_modal, start_deploy
 from tests.e2e.harness import Harness, running_harness
+from tests.helpers.waiting import eventually
 
 NAMES = {
     "sayso_requests_pending",
@@ -34,9 +36,14 @@ NAMES = {
 
 
 class FrontHarness(Harness):
-    """The harness, its bot served by `sayso run`'s HTTP front (bot/serve.py)."""
+    """The harness as `sayso run`: the bot served by its HTTP front (bot/serve.py), runs
+    driven by its embedded worker (on its own thread and loop)."""
 
     stack: AsyncExitStack | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.split = True
 
     async def start_bot(self, agents: list[Agent] | None = None) -> Bot:
         await super().start_bot(agents)
@@ -112,16 +119,30 @@ async def test_metrics_move_across_an_approve_and_a_reject_flow(front: Harness) 
     await h.sandbox.wait_for(lambda sb: "Not deployed." in h.thread_text(), timeout=10)
     await h.idle()
 
+    h.model.reply(tool_calls=[("deploy", {"environment": "staging", "version": "v4"})])
+    await h.sandbox.slash_command("U_REQUESTER", "ops deploy v4 to staging")
+    assert h.bot is not None
+    bot = h.bot
+    (waiting,) = await eventually(
+        lambda: bot.store.list_runs(status="waiting_for_human"), timeout=10, what="a third run"
+    )
+    await bot.store.cancel_run(waiting.id, actor="U_ADMIN", detail="not today")
+    await h.idle()
+
     after, _, _ = await scrape(h)
 
     def moved(name: str, **labels: str) -> float:
         return total(after, name, **labels) - total(before, name, **labels)
 
+    assert moved("sayso_runs_total", status="completed") == 2
+    assert moved("sayso_runs_total", status="cancelled") == 1
+    assert moved("sayso_runs_total", status="failed") == 0
+    assert total(after, "sayso_runs_in_flight") == 0
     assert moved("sayso_decisions_total", decision="approved") == 1
     assert moved("sayso_decisions_total", decision="rejected") == 1
     assert moved("sayso_time_to_decision_seconds_count") == 2
-    assert total(after, "sayso_requests_pending") == 0
-    assert moved("sayso_ack_seconds_count", type="command") == 2
+    assert total(after, "sayso_requests_pending") == 0  # the cancelled run's request closed
+    assert moved("sayso_ack_seconds_count", type="command") == 3
     assert moved("sayso_ack_seconds_count", type="block_actions") == 2
     assert moved("sayso_ack_seconds_count", type="view_submission") == 1
     assert moved("sayso_model_request_seconds_count", outcome="ok") >= 4
