@@ -222,22 +222,21 @@ async def _on_audit(conn: AsyncConnection, event: Mapping[str, Any]) -> None:
     ):
         return
     req = approval_requests.c
-    row = (
-        await conn.execute(
-            sa.select(req.status, req.created_at, req.decided_at).where(req.id == request_id)
-        )
-    ).first()
-    if row is None:
-        return
-    principals = list(
-        (
-            await conn.scalars(
-                sa.select(request_approvers.c.principal).where(
-                    request_approvers.c.request_id == request_id
+    rows = (
+        await conn.execute(  # one round trip: the request and who may decide it
+            sa.select(req.status, req.created_at, req.decided_at, request_approvers.c.principal)
+            .select_from(
+                approval_requests.outerjoin(
+                    request_approvers, request_approvers.c.request_id == req.id
                 )
             )
-        ).all()
-    )
+            .where(req.id == request_id)
+        )
+    ).all()
+    if not rows:
+        return
+    row = rows[0]
+    principals = [r.principal for r in rows if r.principal is not None]
     seconds = None
     if row.decided_at is not None and row.created_at is not None:
         seconds = (row.decided_at - row.created_at).total_seconds()
