@@ -120,7 +120,7 @@ def observe(bot: Bot) -> None:
     from bot.ops import metrics, tracing
 
     metrics.install()
-    metrics.watch_store(bot.store.db)
+    metrics.watch_store(bot.store.db, replace=True)
     metrics.count_slack_errors(bot.client)
     if tracing.setup(bot.settings):  # `sayso[otel]` and an OTLP endpoint
         tracing.trace_slack_calls(bot.client)

@@ -46,8 +46,10 @@ class AuditEntry(TypedDict):
 
 AuditObserver = Callable[[AsyncConnection, Mapping[str, Any]], Awaitable[None]]
 AUDIT_OBSERVERS: list[AuditObserver] = []
-"""Called with each event as it is appended, inside its transaction (bot/ops/metrics.py
-counts decisions from them); an observer's failure is logged, never the append's."""
+"""Called with each event as it is appended, inside its transaction, before the chain's head
+is locked (bot/ops/metrics.py counts decisions from them). An observer's failure is logged,
+never the append's; an observer that queries on PostgreSQL does it in a savepoint (a failed
+statement would abort the caller's transaction)."""
 
 GENESIS = "0" * 64
 """The previous hash of the first chained event."""
@@ -124,10 +126,6 @@ async def add_audit(
     chain's head stays locked until then."""
     tool_name = entry.get("tool_name")
     run_id = entry.get("run_id")
-    head = await _lock_head(conn, run_id)
-    head_hash: str = head.head_hash
-    if head.newest is not None and head.newest > (head.head_id or 0):
-        head_hash = await _adopt_unchained(conn, head.head_id or 0, head_hash)
     values: dict[str, Any] = {
         "at": now or utcnow(),
         "actor": entry["actor"],
@@ -139,25 +137,30 @@ async def add_audit(
         "args_hash": args_hash(tool_name, entry.get("arguments")),
         "outcome": entry["outcome"],
         "detail": entry.get("detail"),
-        "agent_id": head.agent_id,
-        "tenant": head.tenant,
     }
-    digest = event_hash(head_hash, values)
-    insert = audit_events.insert().values(**values, prev_hash=head_hash, hash=digest)
-    head = audit_chain.update().where(audit_chain.c.id == 1)
-    if conn.dialect.name == "postgresql":  # one round trip: the insert feeds the head's update
-        inserted = insert.returning(audit_events.c.id).cte("inserted")
-        new_id = sa.select(inserted.c.id).scalar_subquery()
-        await conn.execute(head.values(head_id=new_id, head_hash=digest))
-    else:
-        result = await conn.execute(insert)
-        assert result.inserted_primary_key is not None
-        await conn.execute(head.values(head_id=result.inserted_primary_key[0], head_hash=digest))
-    for observer in AUDIT_OBSERVERS:
+    for observer in AUDIT_OBSERVERS:  # before the head is locked: the lock is held briefly
         try:
             await observer(conn, values)
         except Exception:
             log.exception("event=audit_observer_failed action=%s", values["action"])
+    head = await _lock_head(conn, run_id)
+    head_hash: str = head.head_hash
+    if head.newest is not None and head.newest > (head.head_id or 0):
+        head_hash = await _adopt_unchained(conn, head.head_id or 0, head_hash)
+    values.update(agent_id=head.agent_id, tenant=head.tenant)
+    digest = event_hash(head_hash, values)
+    insert = audit_events.insert().values(**values, prev_hash=head_hash, hash=digest)
+    move_head = audit_chain.update().where(audit_chain.c.id == 1)
+    if conn.dialect.name == "postgresql":  # one round trip: the insert feeds the head's update
+        inserted = insert.returning(audit_events.c.id).cte("inserted")
+        new_id = sa.select(inserted.c.id).scalar_subquery()
+        await conn.execute(move_head.values(head_id=new_id, head_hash=digest))
+    else:
+        result = await conn.execute(insert)
+        assert result.inserted_primary_key is not None
+        await conn.execute(
+            move_head.values(head_id=result.inserted_primary_key[0], head_hash=digest)
+        )
 
 
 async def audit(db: Database, **entry: Unpack[AuditEntry]) -> None:

@@ -200,10 +200,12 @@ pending = PendingRequests()
 REGISTRY.register(pending)
 
 
-def watch_store(db: Database) -> None:
-    """Read `sayso_requests_pending` from this database."""
-    if pending.db is None:
+def watch_store(db: Database, *, replace: bool = False) -> None:
+    """Read `sayso_requests_pending` from this database: the one of the loop serving
+    /metrics (the front's in `sayso run`, which passes `replace`; else the first given)."""
+    if pending.db is None or replace:
         pending.db = db
+        pending._at = 0.0
 
 
 # -- observers: the audit trail, the model providers -----------------------------------------
@@ -222,17 +224,18 @@ async def _on_audit(conn: AsyncConnection, event: Mapping[str, Any]) -> None:
     ):
         return
     req = approval_requests.c
-    rows = (
-        await conn.execute(  # one round trip: the request and who may decide it
-            sa.select(req.status, req.created_at, req.decided_at, request_approvers.c.principal)
-            .select_from(
-                approval_requests.outerjoin(
-                    request_approvers, request_approvers.c.request_id == req.id
-                )
-            )
-            .where(req.id == request_id)
+    query = (  # one query: the request and who may decide it
+        sa.select(req.status, req.created_at, req.decided_at, request_approvers.c.principal)
+        .select_from(
+            approval_requests.outerjoin(request_approvers, request_approvers.c.request_id == req.id)
         )
-    ).all()
+        .where(req.id == request_id)
+    )
+    if conn.dialect.name == "postgresql":  # a failure must not abort the decision
+        async with conn.begin_nested():
+            rows = (await conn.execute(query)).all()
+    else:
+        rows = (await conn.execute(query)).all()
     if not rows:
         return
     row = rows[0]
