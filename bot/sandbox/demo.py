@@ -38,7 +38,7 @@ async def run_demo(
     settings: Settings, *, port: int = 3000, agents_spec: str | None = None, host: str = "127.0.0.1"
 ) -> None:
     """Start both, print the page's URL, and stop cleanly on Ctrl-C."""
-    from bot.slack.app import build_bot
+    from bot.compose import build_bot
 
     secret = secrets.token_hex(16)
     sandbox = SlackSandbox(
