@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.sandbox import payloads
 from bot.sandbox.delivery import ACK_TIMEOUT, Deliverer, Delivery
+from bot.sandbox.limits import Outage, SlackLimits
 from bot.sandbox.socket_mode import SocketHub
 from bot.sandbox.state import (
     Person,
@@ -88,6 +89,7 @@ class SandboxCore:
         ack_timeout: float = ACK_TIMEOUT,
         trigger_ttl: float = TRIGGER_TTL,
         app_token: str | None = None,
+        rate_limits: bool = False,
     ) -> None:
         self.signing_secret = signing_secret
         self.bot_url = bot_url
@@ -111,6 +113,9 @@ class SandboxCore:
         self._version = 0
         self._changed = asyncio.Event()
         self.socket = SocketHub(app_token, ack_timeout, on_change=self.changed)
+        # Slack's rate limits (off unless rate_limits=True) and their counters; outages
+        self.limits = SlackLimits(enabled=rate_limits)
+        self.down = Outage()
 
     # URLs ------------------------------------------------------------------------------
     @property
