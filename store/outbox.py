@@ -349,8 +349,9 @@ class Outbox:
         count: bool = True,
     ) -> bool:
         """The attempt failed: retry at `retry_at` (None: give up, state `failed`).
-        `maybe_sent=False` says Slack certainly did nothing (clears `unsure`); `count=False`
-        releases the row without counting an attempt (paced, or Slack known to be down)."""
+        `maybe_sent` becomes the row's `unsure`: pass False only when neither this attempt nor
+        an earlier one (the claimed row's `unsure`) may have posted. `count=False` releases
+        the row without counting an attempt (paced, or Slack known to be down)."""
         values: dict[str, Any] = {
             "claim_token": None,
             "claim_expires_at": None,
@@ -359,8 +360,7 @@ class Outbox:
         }
         if count:
             values["attempts"] = ob.c.attempts + 1
-        if not maybe_sent:
-            values["unsure"] = False
+        values["unsure"] = maybe_sent
         if retry_at is None:
             values["state"] = FAILED
         else:
@@ -369,13 +369,35 @@ class Outbox:
             result = await conn.execute(ob.update().where(_ours(key, claim)).values(**values))
         return result.rowcount == 1
 
-    async def adopt(self, key: str, ts: str, *, claim: str | None = None) -> bool:
-        """A lookup found the row's message in Slack: keep its ts (nothing is posted again)."""
+    async def adopt(
+        self, key: str, ts: str, *, claim: str | None = None, progress: int | None = None
+    ) -> bool:
+        """The row's message exists in Slack (a lookup found it, or a stream just started):
+        keep its ts, so nothing is posted again (`progress`: a stream's characters sent)."""
+        values: dict[str, Any] = {
+            "ts": sa.func.coalesce(ob.c.ts, ts),
+            "unsure": False,
+            "updated_at": utcnow(),
+        }
+        if progress is not None:
+            values["progress"] = progress
+        async with self.db.write() as conn:
+            result = await conn.execute(ob.update().where(_ours(key, claim)).values(**values))
+        return result.rowcount == 1
+
+    async def drop(self, key: str, reason: str, *, claim: str | None = None) -> bool:
+        """Give the row up unsent (state `dropped`): an expired or uncertain ephemeral."""
         async with self.db.write() as conn:
             result = await conn.execute(
                 ob.update()
                 .where(_ours(key, claim))
-                .values(ts=sa.func.coalesce(ob.c.ts, ts), unsure=False, updated_at=utcnow())
+                .values(
+                    state=DROPPED,
+                    claim_token=None,
+                    claim_expires_at=None,
+                    last_error=reason,
+                    updated_at=utcnow(),
+                )
             )
         return result.rowcount == 1
 

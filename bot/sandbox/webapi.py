@@ -7,6 +7,7 @@ in `sandbox.calls` with the token removed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -97,6 +98,9 @@ class WebApi:
             answer.get("error", "-"),
         )
         self.sb.changed()
+        slow = self.sb.take_slowness(method)
+        if slow:
+            await asyncio.sleep(slow)
         return web.json_response(answer, status=status, headers=headers)
 
     def _unavailable(self, request: web.Request, method: str) -> web.Response:
