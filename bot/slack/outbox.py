@@ -22,6 +22,7 @@ import logging
 import random
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -99,7 +100,11 @@ class OutboxDispatcher:
         max_pace_wait: float = 5.0,
         share: float = 0.95,
         max_outage_backoff: float = 5.0,
+        on_posted: Callable[[OutboxRow, str], Awaitable[None]] | None = None,
     ) -> None:
+        """`on_posted(row, ts)` runs once a row's message has its ts (posted, or found after
+        an uncertain attempt): the service records it (a run's thread, a card's message_ts).
+        It may run again after a crash: make it idempotent."""
         if lease_seconds <= call_timeout + lease_margin:
             raise ValueError("lease_seconds must exceed call_timeout + lease_margin")
         self.outbox = outbox
@@ -122,6 +127,9 @@ class OutboxDispatcher:
         self._unsubscribe: Any = None
         self._listener: Any = None
         self._last_sweep = 0.0
+        self._calling: set[str] = set()  # rows whose send made a Web API call (until done)
+        self._stopping = False
+        self.on_posted = on_posted
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -135,7 +143,9 @@ class OutboxDispatcher:
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop claiming; let sends in flight finish for `grace` seconds, then cancel them
-        (a cancelled post stays `unsure`: whoever sends the row next looks it up first)."""
+        (a cancelled post stays `unsure`: whoever sends the row next looks it up first; a
+        row still waiting for its pace is handed back at once)."""
+        self._stopping = True
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
@@ -199,9 +209,10 @@ class OutboxDispatcher:
         free = self._free_slots()
         if free <= 0:
             return 0
+        claimed_at = time.monotonic()  # before the claim: the lease is measured from here
         rows = await self.outbox.claim_due(self.owner, free, lease_seconds=self.lease_seconds)
         for row in rows:
-            task = asyncio.create_task(self._send(row, time.monotonic()), name=f"out:{row.key}")
+            task = asyncio.create_task(self._send(row, claimed_at), name=f"out:{row.key}")
             self._inflight.add(task)
             task.add_done_callback(self._sent)
         return len(rows)
@@ -232,6 +243,12 @@ class OutboxDispatcher:
     # -- one row ------------------------------------------------------------------------------
 
     async def _send(self, row: OutboxRow, claimed_at: float) -> None:
+        try:
+            await self._send_row(row, claimed_at)
+        finally:
+            self._calling.discard(row.key)
+
+    async def _send_row(self, row: OutboxRow, claimed_at: float) -> None:
         claim = row.claim_token
         try:
             ts, progress = await self._deliver(row, claimed_at)
@@ -249,6 +266,11 @@ class OutboxDispatcher:
             await self._failed(row, outcome)
             return
         except asyncio.CancelledError:
+            if self._stopping and row.key not in self._calling:  # nothing sent: hand it back
+                release = self.outbox.mark_failed(
+                    row.key, utcnow(), "stopped", claim=claim, count=False, maybe_sent=row.unsure
+                )
+                await asyncio.shield(release)
             raise
         except Exception as exc:  # a bug or an unexpected answer: retry later, maybe posted
             log.exception("event=outbox_send_failed key=%s", row.key)
@@ -261,6 +283,11 @@ class OutboxDispatcher:
         self._down_backoff = 0.0
         self.stats.sent += 1
         await self.outbox.mark_sent(row.key, row.version, ts, claim=claim, progress=progress)
+        if ts is not None and ts != row.ts and self.on_posted is not None:
+            try:
+                await self.on_posted(row, ts)
+            except Exception:
+                log.exception("event=outbox_on_posted_failed key=%s", row.key)
 
     async def _failed(self, row: OutboxRow, outcome: Outcome) -> None:
         retry_in: float | None
@@ -304,6 +331,8 @@ class OutboxDispatcher:
             method = "response_url" if row.payload.get("response_url") else "chat.postEphemeral"
             await self._call(row, claimed_at, method)
             return None, None
+        if row.thread_key and not row.thread_ts:  # its thread's root was given up
+            raise Outcome("permanent", f"thread {row.thread_key} was never posted")
         if row.kind == "stream":
             return await self._stream(row, claimed_at)
         return await self._message(row, claimed_at), None
@@ -384,6 +413,7 @@ class OutboxDispatcher:
     ) -> dict[str, Any]:
         """One paced call within the claim's lease; raises Released or Outcome."""
         await self._pace(row, claimed_at, method)
+        self._calling.add(row.key)
         try:
             return await self.calls.call(row, method, **extra)
         except (SlackApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
