@@ -44,9 +44,10 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.util import utcnow
-from store.db import Database
+from store.db import Database, insert_ignore
 from store.notify import ChannelListener
 from store.schema import slack_outbox as ob
+from store.schema import slack_senders
 
 log = logging.getLogger("sayso.store")
 
@@ -415,6 +416,39 @@ class Outbox:
                 )
         return keys
 
+    # -- the sender lease ---------------------------------------------------------------------
+
+    async def hold_sender(self, owner: str, lease_seconds: float, scope: str = "*") -> bool:
+        """Take or renew the lease of the one dispatcher that sends (True: `owner` holds it
+        for `lease_seconds`). Slack's limits are per workspace: one sender paces them."""
+        now = utcnow()
+        expires = now + timedelta(seconds=lease_seconds)
+        async with self.db.write() as conn:
+            statement = _insert_ignore(self.db, slack_senders, "scope")
+            inserted = await conn.execute(
+                statement.values(scope=scope, owner=owner, expires_at=expires)
+            )
+            if inserted.rowcount == 1:
+                return True
+            updated = await conn.execute(
+                slack_senders.update()
+                .where(
+                    slack_senders.c.scope == scope,
+                    sa.or_(slack_senders.c.owner == owner, slack_senders.c.expires_at < now),
+                )
+                .values(owner=owner, expires_at=expires)
+            )
+        return updated.rowcount == 1
+
+    async def release_sender(self, owner: str, scope: str = "*") -> None:
+        """Give the sender lease up (a stopping dispatcher): another takes it at once."""
+        async with self.db.write() as conn:
+            await conn.execute(
+                slack_senders.delete().where(
+                    slack_senders.c.scope == scope, slack_senders.c.owner == owner
+                )
+            )
+
     # -- reading ------------------------------------------------------------------------------
 
     async def get(self, key: str) -> OutboxRow | None:
@@ -505,7 +539,5 @@ def _aware(value: Any) -> datetime:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
-def _insert_ignore(db: Database) -> Any:
-    from store.db import insert_ignore
-
-    return insert_ignore(db, ob).on_conflict_do_nothing(index_elements=["key"])
+def _insert_ignore(db: Database, table: sa.Table = ob, key: str = "key") -> Any:
+    return insert_ignore(db, table).on_conflict_do_nothing(index_elements=[key])

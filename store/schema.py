@@ -289,3 +289,13 @@ slack_outbox = sa.Table(
     sa.Index("ix_slack_outbox_pending", "state", "pending_since"),
 )
 """One row per logical Slack message (or App Home, ephemeral, stream): its latest state."""
+
+slack_senders = sa.Table(
+    "slack_senders",
+    metadata,
+    sa.Column("scope", sa.String(64), primary_key=True),  # a workspace, or "*" for all
+    sa.Column("owner", sa.String(200), nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+)
+"""Which dispatcher sends to Slack now (a lease): Slack's limits are per workspace, so one
+sender paces them exactly; any replica takes over when the lease lapses."""

@@ -92,7 +92,7 @@ class OutboxDispatcher:
         client: AsyncWebClient,
         *,
         owner: str = "dispatcher",
-        lease_seconds: float = 60.0,
+        lease_seconds: float = 30.0,
         call_timeout: float = 10.0,
         lease_margin: float = 5.0,
         sweep_interval: float = 2.0,
@@ -101,10 +101,16 @@ class OutboxDispatcher:
         share: float = 0.95,
         max_outage_backoff: float = 5.0,
         on_posted: Callable[[OutboxRow, str], Awaitable[None]] | None = None,
+        exclusive: bool = True,
+        sender_lease: float = 10.0,
     ) -> None:
         """`on_posted(row, ts)` runs once a row's message has its ts (posted, or found after
         an uncertain attempt): the service records it (a run's thread, a card's message_ts).
-        It may run again after a crash: make it idempotent."""
+        It may run again after a crash: make it idempotent.
+
+        `exclusive`: one dispatcher sends at a time (the sender lease, `sender_lease` seconds,
+        taken over by another replica when it lapses), so the pacing is exact for the
+        workspace; without it every dispatcher sends, each at `share` of Slack's rates."""
         if lease_seconds <= call_timeout + lease_margin:
             raise ValueError("lease_seconds must exceed call_timeout + lease_margin")
         self.outbox = outbox
@@ -130,6 +136,11 @@ class OutboxDispatcher:
         self._calling: set[str] = set()  # rows whose send made a Web API call (until done)
         self._stopping = False
         self.on_posted = on_posted
+        self.exclusive = exclusive
+        self.sender_lease = sender_lease
+        self.leading = False
+        self._leading_until = 0.0
+        self._next_bid = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -153,6 +164,10 @@ class OutboxDispatcher:
         if self._inflight:
             await asyncio.wait(set(self._inflight), timeout=grace)
         await self.abort()
+        if self.leading:
+            with contextlib.suppress(Exception):
+                await self.outbox.release_sender(self.owner)
+            self.leading = False
 
     async def abort(self) -> None:
         """Stop at once, as a crash would: nothing is released or marked."""
@@ -182,6 +197,10 @@ class OutboxDispatcher:
         while True:
             self._woken.clear()
             try:
+                if self.exclusive and not await self._lead():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._woken.wait(), self.sweep_interval)
+                    continue
                 claimed = await self.run_once()
                 if time.monotonic() - self._last_sweep >= self.sweep_interval:
                     await self.sweep()
@@ -194,6 +213,21 @@ class OutboxDispatcher:
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._woken.wait(), wait)
+
+    async def _lead(self) -> bool:
+        """Hold (or take) the sender lease; bids of a standby are spaced, not per wake-up."""
+        now = time.monotonic()
+        if self.leading and now < self._leading_until - self.sender_lease / 2:
+            return True
+        if not self.leading and now < self._next_bid:
+            return False
+        held = await self.outbox.hold_sender(self.owner, self.sender_lease)
+        if held != self.leading:
+            log.info("event=outbox_sender owner=%s leading=%s", self.owner, held)
+        self.leading = held
+        self._leading_until = now + self.sender_lease if held else 0.0
+        self._next_bid = now + min(self.sweep_interval, self.sender_lease / 4)
+        return held
 
     async def _idle_wait(self) -> float:
         due_in = await self.outbox.next_due_in()

@@ -65,9 +65,10 @@ def classify(exc: BaseException, method: str) -> Outcome:
 
 
 def _api_error(exc: SlackApiError) -> Outcome:
-    response = exc.response
-    status = int(getattr(response, "status_code", 200) or 200)
-    data = response.data if isinstance(response.data, dict) else {}
+    response = exc.response  # an AsyncSlackResponse, or aiohttp's for an unreadable body
+    status = int(getattr(response, "status_code", None) or getattr(response, "status", 0) or 200)
+    data = getattr(response, "data", None)
+    data = data if isinstance(data, dict) else {}
     error = str(data.get("error") or f"http {status}")
     if status == 429 or error == "ratelimited":
         headers = getattr(response, "headers", {}) or {}

@@ -93,13 +93,13 @@ async def test_a_crash_between_the_post_and_its_record_posts_once(
     await outbox.put("card:q2", channel="C_A", text="top level")
     sandbox.slow_next("chat.postMessage", 5.0)
     a = await make_dispatcher(
-        outbox, sandbox, lease_seconds=2.0, call_timeout=1.5, lease_margin=0.2
+        outbox, sandbox, lease_seconds=2.0, call_timeout=1.5, lease_margin=0.2, sender_lease=1.0
     )
     await sandbox.wait_for(lambda sb: len(sb.calls_to("chat.postMessage")) == 3, timeout=5)
     await a.abort()  # kill -9: no mark, no release
     await outbox.put("card:q1", channel="C_A", text="approved by Avery")  # a newer version
     b = await make_dispatcher(
-        outbox, sandbox, lease_seconds=2.0, call_timeout=1.5, lease_margin=0.2
+        outbox, sandbox, lease_seconds=2.0, call_timeout=1.5, lease_margin=0.2, sender_lease=1.0
     )
     await b.drain(15)
     assert len(sandbox.calls_to("chat.postMessage")) == 3  # nothing posted again
@@ -136,28 +136,66 @@ async def test_a_post_that_timed_out_is_looked_up_not_repeated(
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("exclusive", [True, False])
 async def test_two_replicas_on_postgresql_send_each_row_once(
+    exclusive: bool,
     pg_url: str,
     make_db: DbFactory,
     make_sandbox: SandboxFactory,
     make_dispatcher: DispatcherFactory,
 ) -> None:
+    """Both replicas dispatch (`exclusive=False`: both send, each at half the rates; else one
+    holds the sender lease and the other stands by): every row is sent once."""
     sandbox = await make_sandbox()
     boxes = [Outbox(await make_db(pg_url)) for _ in range(2)]
     replicas = [
-        await make_dispatcher(box, sandbox, owner=f"replica{i}", concurrency=4)
+        await make_dispatcher(
+            box,
+            sandbox,
+            owner=f"replica{i}",
+            concurrency=4,
+            exclusive=exclusive,
+            share=0.95 if exclusive else 0.45,
+        )
         for i, box in enumerate(boxes)
     ]
-    for i in range(30):
+    for i in range(12):
         await boxes[i % 2].put(f"card:{i}", channel=CHANNELS[i % 4], text=f"card {i}")
-    await replicas[0].drain(30)
-    for i in range(30):
+    await replicas[0].drain(40)
+    for i in range(12):
         await boxes[(i + 1) % 2].put(f"card:{i}", text=f"card {i} decided")
-    await replicas[1].drain(30)
+    await replicas[1].drain(40)
     messages = all_messages(sandbox)
-    for i in range(30):
+    for i in range(12):
         (message,) = with_key(messages, f"card:{i}")
         assert message["text"] == f"card {i} decided"
-    assert len(sandbox.calls_to("chat.postMessage")) == 30
-    assert len(sandbox.calls_to("chat.update")) == 30
-    assert all(r.stats.sent > 0 for r in replicas)  # both took part
+    assert len(sandbox.calls_to("chat.postMessage")) == 12
+    assert len(sandbox.calls_to("chat.update")) == 12
+    senders = [r for r in replicas if r.stats.sent > 0]
+    assert len(senders) == (1 if exclusive else 2)
+
+
+@pytest.mark.postgres
+async def test_a_standby_replica_takes_over_when_the_sender_dies(
+    pg_url: str,
+    make_db: DbFactory,
+    make_sandbox: SandboxFactory,
+    make_dispatcher: DispatcherFactory,
+) -> None:
+    sandbox = await make_sandbox(rate_limits=True)
+    boxes = [Outbox(await make_db(pg_url)) for _ in range(2)]
+    quick = {"sender_lease": 2.0, "lease_seconds": 5.0, "call_timeout": 2.0, "lease_margin": 1.0}
+    first = await make_dispatcher(boxes[0], sandbox, owner="first", **quick)
+    await sandbox.wait_for(lambda _: first.leading, timeout=5)
+    second = await make_dispatcher(boxes[1], sandbox, owner="second", **quick)
+    for i in range(12):  # 12 posts in one channel: about 10 s at 1/s
+        await boxes[i % 2].put(f"answer:r1:{i}", channel="C_A", text=f"part {i}")
+    await sandbox.wait_for(lambda sb: len(sb.calls_to("chat.postMessage")) >= 3, timeout=10)
+    assert not second.leading and second.stats.sent == 0
+    await first.abort()  # kill -9 of the sender
+    await second.drain(40)
+    assert second.leading and second.stats.sent > 0
+    messages = sandbox.messages("C_A")
+    for i in range(12):
+        assert len(with_key(messages, f"answer:r1:{i}")) == 1
+    assert sandbox.limits.ratelimited_total == 0

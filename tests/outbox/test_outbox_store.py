@@ -134,3 +134,14 @@ async def test_a_put_wakes_subscribers(outbox: Outbox, db: Database) -> None:
     unsubscribe()
     await outbox.put("home:T:U2", kind="home", user="U2", payload={"view": {}})
     assert heard == ["home:T:U1"]
+
+
+async def test_one_sender_at_a_time_and_a_standby_takes_over(outbox: Outbox) -> None:
+    assert await outbox.hold_sender("a", 0.2)
+    assert not await outbox.hold_sender("b", 0.2)
+    assert await outbox.hold_sender("a", 0.2)  # renewed
+    await asyncio.sleep(0.3)
+    assert await outbox.hold_sender("b", 5)  # a's lease lapsed
+    assert not await outbox.hold_sender("a", 5)
+    await outbox.release_sender("b")
+    assert await outbox.hold_sender("a", 5)

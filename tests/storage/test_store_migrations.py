@@ -25,6 +25,7 @@ TABLES = {
     "webhook_deliveries",
     "slack_intake",
     "slack_outbox",
+    "slack_senders",
 }
 
 

@@ -65,9 +65,16 @@ def upgrade() -> None:
     )
     op.create_index("ix_slack_outbox_due", "slack_outbox", ["state", "next_attempt_at"])
     op.create_index("ix_slack_outbox_pending", "slack_outbox", ["state", "pending_since"])
+    op.create_table(
+        "slack_senders",
+        sa.Column("scope", sa.String(64), primary_key=True),
+        sa.Column("owner", sa.String(200), nullable=False),
+        _ts("expires_at"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("slack_senders")
     op.drop_index("ix_slack_outbox_pending", table_name="slack_outbox")
     op.drop_index("ix_slack_outbox_due", table_name="slack_outbox")
     op.drop_table("slack_outbox")
