@@ -29,6 +29,9 @@ Design (docs/architecture-outbox.md has the long form)
   (state `dropped`), never sent late.
 - **Wake.** `put` notifies `sayso_outbox` (PostgreSQL, in the put's transaction) and the
   in-process subscribers, so a dispatcher sends at once; its sweep is the safety net.
+- **One sender.** `hold_sender` is a lease in `slack_senders`: Slack's limits are per
+  workspace, so one dispatcher at a time paces them exactly; a standby takes over when the
+  lease lapses (the row claims above still make every row go out once during a hand-over).
 """
 
 from __future__ import annotations
@@ -206,7 +209,7 @@ class Outbox:
     ) -> int:
         now = utcnow()
         expires = now + timedelta(seconds=expires_in) if expires_in is not None else None
-        query = sa.select(ob.c.version, ob.c.sent_version, ob.c.state, ob.c.next_attempt_at)
+        query = sa.select(ob.c.version, ob.c.state, ob.c.ts)
         query = query.where(ob.c.key == key)
         if self.db.is_postgres:
             query = query.with_for_update()
@@ -247,8 +250,8 @@ class Outbox:
             values["next_attempt_at"] = now + timedelta(seconds=delay)
             values["attempts"] = 0
             values["pending_since"] = now
-        # the target is fixed once posted; before that a newer put may still move it
-        values.update({k: v for k, v in target.items() if v is not None and k != "kind"})
+        if seen.ts is None:  # the target is fixed once posted; before, a newer put moves it
+            values.update({k: v for k, v in target.items() if v is not None and k != "kind"})
         await conn.execute(
             ob.update().where(ob.c.key == key, ob.c.version == seen.version).values(**values)
         )
@@ -316,7 +319,8 @@ class Outbox:
         progress: int | None = None,
     ) -> bool:
         """`version` reached Slack (`ts`: the message's, once posted). The row stays pending
-        when a newer version was put meanwhile. With `claim`, only that claim's holder may."""
+        when a newer version was put meanwhile. With `claim`, only that claim's holder may
+        (False otherwise; a ts is still recorded if the row had none)."""
         now = utcnow()
         values: dict[str, Any] = {
             "sent_version": sa.func.max(ob.c.sent_version, version)
@@ -337,6 +341,10 @@ class Outbox:
             values["progress"] = progress
         async with self.db.write() as conn:
             result = await conn.execute(ob.update().where(_ours(key, claim)).values(**values))
+            if result.rowcount != 1 and ts is not None:  # our claim lapsed: keep the fact
+                await conn.execute(
+                    ob.update().where(ob.c.key == key).values(ts=sa.func.coalesce(ob.c.ts, ts))
+                )
         return result.rowcount == 1
 
     async def mark_failed(
