@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bot.config import Settings
+from bot.service.events import PolicyReloaded
 
 if TYPE_CHECKING:
+    from bot.front import Bot
     from bot.service import Service
     from bot.service.notifier import RequestNotifier
     from bot.service.registry import AgentRegistry
-    from bot.slack.app import Bot
     from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.worker")
@@ -54,7 +54,6 @@ class Worker:
         self._mine: set[asyncio.Task[Any]] = set()
         self._full = False
         self._stopping = False
-        self._counting: set[asyncio.Task[None]] = set()
 
     @property
     def runs_in_flight(self) -> int:
@@ -76,9 +75,9 @@ class Worker:
                 loop.call_soon_threadsafe(self._wakeup.set)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Claim and drive runs until `stop` is set; then stop gracefully (`Runner.drain`)."""
+        """Claim and drive runs until `stop` is set; then stop gracefully (`RunDriver.drain`)."""
         self._loop = asyncio.get_running_loop()
-        listener = self.service.store.ready_listener(self.wake)
+        listener = self.service.ready_listener(self.wake)
         listener.start()
         self.service.start_sweeper(self.sweep_interval)
         stopped = asyncio.create_task(stop.wait())
@@ -103,7 +102,7 @@ class Worker:
             log.info("event=worker_stopping in_flight=%d grace=%.1f", len(self._mine), self.grace)
             await listener.close()
             await self.service.stop_sweeper()
-            await self.service.runner.drain(self.grace)
+            await self.service.drain(self.grace)
             await self.service.close()
             log.info("event=worker_stopped")
 
@@ -115,34 +114,12 @@ class Worker:
             if self._full:
                 return
             batch = min(free, CLAIM_BATCH)
-            leases = await self.service.store.claim_ready(batch)
-            for lease in leases:
-                task = self.service.runner.drive_claimed(lease)
+            tasks = await self.service.claim_ready(batch)
+            for task in tasks:
                 self._mine.add(task)
                 task.add_done_callback(self._finished)
-                task.add_done_callback(functools.partial(self._count_if_ended, lease.run_id))
-            if len(leases) < batch:
+            if len(tasks) < batch:
                 return
-
-    def _count_if_ended(self, run_id: str, _task: asyncio.Task[Any]) -> None:
-        """`sayso_runs_total`: a drive that ended its run (completed or failed; cancellations
-        are counted from the audit trail). One read of the run, off the drive's path.
-        TODO(issue 23): a one-line call where the runner ends a run, once bot/service allows."""
-        if self._stopping:
-            return
-        counting = asyncio.get_running_loop().create_task(self._count_end(run_id))
-        self._counting.add(counting)
-        counting.add_done_callback(self._counting.discard)
-
-    async def _count_end(self, run_id: str) -> None:
-        from bot.ops import metrics
-
-        try:
-            run = await self.service.store.get_run(run_id)
-        except Exception:
-            return
-        if run is not None and run.status in ("completed", "failed"):
-            metrics.run_finished(run.status)
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._mine.discard(task)
@@ -162,7 +139,7 @@ async def run_worker(
     """A worker with its own Store and Slack client, on the running event loop, until `stop`."""
     from bot.agent.scrub import install_log_scrubbing
     from bot.api.webhooks import WebhookSender
-    from bot.slack.app import build_service, build_store, web_client
+    from bot.compose import build_service, build_store, web_client
 
     install_log_scrubbing()  # `sayso worker` never builds a bot: its logs are scrubbed too
     client = web_client(settings)
@@ -233,14 +210,14 @@ class EmbeddedWorker:
         the front wake when this worker settles their request (an expiry, found by its sweep;
         SQLite has no NOTIFY to tell them)."""
         bot.hand_runs_to_workers(self.wake)
-        bot.policy_reloaders.append(self.reload_policy)
+        bot.service.subscribe(PolicyReloaded, lambda _: self.reload_policy())
         self._front_notifier = bot.service.api.notifier
 
     @property
     def busy(self) -> bool:
         """Is a run being driven (or claimed) here now? (For tests waiting for quiet.)"""
         worker = self._worker
-        return worker is not None and bool(worker.runs_in_flight or worker.service.runner.busy)
+        return worker is not None and bool(worker.runs_in_flight or worker.service.busy)
 
     @property
     def service(self) -> Service | None:
@@ -293,7 +270,7 @@ class EmbeddedWorker:
         self._stop = asyncio.Event()
 
         def started(worker: Worker) -> None:
-            worker.service.api.settled_hooks.append(self._settled)
+            worker.service.api.subscribe_settled(self._settled)
             self._worker = worker
             self._started.set()
 

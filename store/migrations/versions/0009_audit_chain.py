@@ -4,7 +4,7 @@ anchor; the SIEM webhook's cursor.
 Events written before this migration are not chained: the anchor starts the chain after them.
 
 Revision ID: 0009_audit_chain
-Revises: 0006_api
+Revises: 0008_durable_slack
 Create Date: 2026-12-01
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0009_audit_chain"
-down_revision = "0006_api"
+down_revision = "0008_durable_slack"
 branch_labels = None
 depends_on = None
 
