@@ -20,16 +20,17 @@ import logging
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from bot.agent.util import utcnow
-from bot.api.webhooks import sign
-from bot.config import Settings
 from bot.ops.audit import _plain
 from store import audit as audit_ops
 from store.db import Database
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 log = logging.getLogger("sayso.audit")
 
@@ -94,6 +95,8 @@ class AuditWebhook:
         return sent
 
     async def _post(self, client: httpx.AsyncClient, event: dict[str, Any]) -> str | None:
+        from bot.api.webhooks import sign  # the approval API's signature, exactly
+
         body = audit_body(event)
         timestamp = str(int(time.time()))
         headers = {

@@ -313,7 +313,7 @@ def check_policy(settings: Settings, agents: Any) -> tuple[Check, Any]:
         return ok("policy", "no SAYSO_POLICY file: the code's policy applies"), None
     if agents is None:
         return skip("policy", "not checked: the agents did not load"), None
-    from bot.service.policy_file import PolicyError, load_policy
+    from bot.service.policy.file import PolicyError, load_policy
 
     try:
         policy = load_policy(settings.sayso_policy, agents)

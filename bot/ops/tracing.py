@@ -18,9 +18,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.config import Settings
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 _tracer: Any = None
 """The tracer once `setup()` enabled tracing; None: nothing is traced or imported."""

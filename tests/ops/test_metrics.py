@@ -13,9 +13,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.agent import Agent
+from bot.front import Bot
 from bot.ops import metrics
 from bot.serve import http_front, observe
-from bot.slack.app import Bot
 from tests.e2e.flows import open_modal, start_deploy
 from tests.e2e.harness import Harness, running_harness
 from tests.helpers.waiting import eventually
