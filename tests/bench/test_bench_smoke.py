@@ -1,0 +1,91 @@
+"""Every benchmark script still runs: each in its smoke mode (tiny counts, SQLite, no
+PostgreSQL), as a subprocess, as a person would run it. Asserts only that it completes and
+writes its JSON with the expected keys: never a speed (docs/benchmarks.md has the numbers).
+
+`bench/run.py --all --smoke` runs every scenario (the main tables, issue 13's, decision CPU,
+the approval API, memory) in one process; the other scripts are run on their own too, since
+their command lines are what docs/benchmarks.md tells people to type. The servers the
+scripts start (`bench/bot_server.py`, `bench/fake_slack.py`, `bench/floor_app.py`) run in
+all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.bench_smoke, pytest.mark.slow]  # slow: `-m "not slow"` skips them
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 240  # seconds per script; each takes 10-70 s on a busy 2-core machine
+
+
+def run_script(tmp_path: Path, script: str, *args: str) -> dict[str, Any]:
+    out = tmp_path / "out.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("SAYSO_TEST_POSTGRES_URL", None)
+    command = [sys.executable, str(ROOT / "bench" / script), *args, "--out", str(out)]
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 0, (
+        f"{' '.join(command)} exited {done.returncode}\n"
+        f"stdout (end):\n{done.stdout[-3000:]}\nstderr (end):\n{done.stderr[-5000:]}"
+    )
+    assert out.exists(), f"{script} wrote no {out}"
+    return dict(json.loads(out.read_text()))
+
+
+def has(result: dict[str, Any], *keys: str) -> None:
+    missing = [k for k in keys if k not in result]
+    assert not missing, f"missing {missing} in {sorted(result)}"
+
+
+def test_run_all(tmp_path: Path) -> None:
+    r = run_script(tmp_path, "run.py", "--all", "--smoke")
+    has(r, "command", "mode", "commit", "machine", "duration_s", "scenarios")
+    assert r["mode"] == "smoke"
+    has(r["machine"], "nproc", "cpu", "python", "sqlite", "postgresql")
+    has(r["machine"], "loadavg_at_start", "loadavg_at_end")
+    s = r["scenarios"]
+    has(s, "main", "issue13", "decision_cpu", "api", "memory")
+    has(s["main"], "ack", "decisions_sqlite", "memory", "inbox")
+    has(s["main"]["decisions_sqlite"], "decisions_per_s", "bot_cpu_ms_per_decision")
+    has(s["main"]["memory"], "growth_mb", "paused_runs")
+    assert s["main"]["inbox"], "no inbox row"
+    names = set(s["issue13"])
+    for prefix in ("model latency", "backlog", "decisions", "isolated click"):
+        assert any(n.startswith(prefix) for n in names), f"no '{prefix}' row in {names}"
+    has(s["decision_cpu"], "sqlite")
+    has(s["decision_cpu"]["sqlite"], "sequential", "concurrent", "profile", "role")
+    has(s["api"], "sqlite")
+    has(s["api"]["sqlite"], "decision_to_waiter_ms", "decision_to_webhook_ms", "targets")
+    has(s["memory"], "traced")
+    has(s["memory"]["traced"], "rss_growth_mb", "python_growth_mb", "python_top")
+
+
+def test_decision_cpu(tmp_path: Path) -> None:
+    r = run_script(tmp_path, "decision_cpu.py", "--smoke")
+    has(r, "database", "role", "idle_cpu_ms_per_s", "sequential", "concurrent", "profile")
+    has(r["concurrent"], "bot_cpu_ms_per_decision", "sql_per_decision", "slack_per_decision")
+    has(r["profile"], "by_package", "top_own")
+    assert r["profile"]["by_package"], "an empty profile"
+
+
+def test_api(tmp_path: Path) -> None:
+    r = run_script(tmp_path, "api.py", "--smoke")
+    has(r, "create_ms", "decision_to_waiter_ms", "decision_to_webhook_ms", "tasks_per_s")
+    has(r, "failures", "memory_per_pending_request_kb", "targets")
+    assert r["failures"] == 0, r["failure_examples"]
+
+
+def test_memory(tmp_path: Path) -> None:
+    r = run_script(tmp_path, "memory.py", "--smoke")
+    has(r, "machine", "untraced", "traced")
+    has(r["traced"], "rss_growth_mb", "sqlite_growth_mb", "python_growth_mb", "python_top")
