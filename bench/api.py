@@ -130,7 +130,9 @@ async def rss(session: aiohttp.ClientSession, bot: str) -> int:
         return int((await resp.json())["rss_kb"])
 
 
-async def memory_per_pending(session: aiohttp.ClientSession, bot: str, count: int) -> float:
+async def memory_per_pending(
+    session: aiohttp.ClientSession, bot: str, count: int, settle: float = 2.0
+) -> float:
     before = await rss(session, bot)
     ids = []
     sem = asyncio.Semaphore(20)
@@ -144,14 +146,15 @@ async def memory_per_pending(session: aiohttp.ClientSession, bot: str, count: in
     await asyncio.gather(*(one(n) for n in range(count)))
 
     async def poll(request_id: str) -> None:
-        # waits 5 s: the reading is taken at 2 s. Not cancelled: the bot would keep the
+        # waits past the reading (taken `settle` s in). Not cancelled: the bot would keep the
         # handler of a cancelled long-poll waiting (aiohttp does not cancel handlers when the
         # client goes away), and its shutdown would wait for it.
-        async with session.get(f"{bot}/v1/requests/{request_id}", params={"wait": "5"}) as r:
+        wait = str(round(settle * 2.5, 1))
+        async with session.get(f"{bot}/v1/requests/{request_id}", params={"wait": wait}) as r:
             await r.read()
 
     polls = [asyncio.create_task(poll(i)) for i in ids]
-    await asyncio.sleep(2)
+    await asyncio.sleep(settle)
     after = await rss(session, bot)
     await asyncio.gather(*polls, return_exceptions=True)
     return (after - before) * 1024 / count
@@ -216,7 +219,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ):
                 await asyncio.sleep(0.1)
             webhook = [hooks.received[i] - d for i, d in out["decided"] if i in hooks.received]
-            memory = await memory_per_pending(session, bot, args.pending)
+            settle = 0.5 if getattr(args, "smoke", False) else 2.0
+            memory = await memory_per_pending(session, bot, args.pending, settle)
     finally:
         await bot_proc.stop()
         await slack.stop()

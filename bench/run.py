@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -392,42 +393,59 @@ async def main_issue13(
     return out
 
 
-async def decision_cpu_scenario(mode: str, pg_version: str | None) -> dict[str, Any]:
-    """bench/decision_cpu.py, in this process: PostgreSQL (when up) and SQLite."""
-    import decision_cpu
+_RUNS = itertools.count(1)
 
+
+async def script(workdir: Path, name: str, argv: list[str]) -> dict[str, Any]:
+    """Run another bench script as a person would (`python bench/NAME ARGV --out FILE`) and
+    read its JSON. Its output goes to a log in the work directory, quoted if it fails."""
+    out = workdir / f"{Path(name).stem}-{next(_RUNS)}.json"
+    log_path = out.with_suffix(".log")
+    command = [sys.executable, str(HERE / name), *argv, "--out", str(out)]
+    print(f"running {' '.join(command[1:])}", flush=True)
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=HERE.parent,
+            env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+        )
+        code = await proc.wait()
+    if code != 0 or not out.exists():
+        tail = log_path.read_text(errors="replace")[-4000:]
+        raise RuntimeError(f"{' '.join(command)} exited {code}; its output ends:\n{tail}")
+    return dict(json.loads(out.read_text()))
+
+
+async def decision_cpu_scenario(workdir: Path, mode: str, pg: str | None) -> dict[str, Any]:
+    """`bench/decision_cpu.py`: PostgreSQL (when up) and SQLite."""
     sizes = {
         "full": [],
         "quick": ["--decisions", "30", "--concurrent", "100", "--no-profile"],
         "smoke": ["--smoke"],
     }[mode]
     out: dict[str, Any] = {}
-    for database in (["postgresql"] if pg_version and mode != "smoke" else []) + ["sqlite"]:
+    for database in (["postgresql"] if pg and mode != "smoke" else []) + ["sqlite"]:
         argv = [*sizes, *(["--sqlite"] if database == "sqlite" else [])]
-        out[database] = await decision_cpu.run(decision_cpu.parser().parse_args(argv))
+        out[database] = await script(workdir, "decision_cpu.py", argv)
     return out
 
 
-async def api_scenario(mode: str, pg_version: str | None) -> dict[str, Any]:
-    """bench/api.py, in this process, against its targets: SQLite and PostgreSQL (when up)."""
-    import api
-
+async def api_scenario(workdir: Path, mode: str, pg: str | None) -> dict[str, Any]:
+    """`bench/api.py` against its targets: SQLite and PostgreSQL (when up)."""
     sizes = {"full": [], "quick": ["--tasks", "100"], "smoke": ["--smoke"]}[mode]
     out: dict[str, Any] = {}
-    for database in ["sqlite"] + (["postgresql"] if pg_version and mode != "smoke" else []):
+    for database in ["sqlite"] + (["postgresql"] if pg and mode != "smoke" else []):
         argv = [*sizes, *(["--postgres"] if database == "postgresql" else [])]
-        out[database] = await api.measure(api.parser().parse_args(argv))
+        out[database] = await script(workdir, "api.py", argv)
     return out
 
 
-async def memory_scenario(mode: str) -> dict[str, Any]:
-    """bench/memory.py, in this process: what RSS growth with paused runs is made of."""
-    import memory
-
-    argv = {"full": ["--paused", "0,10000"], "quick": ["--paused", "0,10000"]}.get(mode, [])
-    return await memory.run(
-        memory.parser().parse_args(argv + (["--smoke"] if mode == "smoke" else []))
-    )
+async def memory_scenario(workdir: Path, mode: str) -> dict[str, Any]:
+    """`bench/memory.py`: what the RSS growth with paused runs is made of."""
+    argv = {"full": ["--paused", "0,2000,10000", "--tracemalloc"], "quick": ["--paused", "0,10000"]}
+    return await script(workdir, "memory.py", argv.get(mode, ["--smoke"]))
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -448,18 +466,25 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         )
     started = time.monotonic()
     out: dict[str, Any] = results.setdefault("scenarios", {})
+    took: dict[str, float] = results.setdefault("durations_s", {})
+    todo: list[tuple[str, Any]] = []
     if args.all or not args.issue13:
-        out["main"] = await main_tables(
-            {"full": FULL, "quick": QUICK, "smoke": SMOKE}[mode], pg_version, workdir
-        )
+        config = {"full": FULL, "quick": QUICK, "smoke": SMOKE}[mode]
+        todo.append(("main", lambda: main_tables(config, pg_version, workdir)))
     if args.all or args.issue13:
-        config = {"full": ISSUE13_FULL, "quick": ISSUE13_QUICK, "smoke": ISSUE13_SMOKE}[mode]
+        config13 = {"full": ISSUE13_FULL, "quick": ISSUE13_QUICK, "smoke": ISSUE13_SMOKE}[mode]
         sections = tuple(args.only.split(",")) if args.only else SECTIONS
-        out["issue13"] = await main_issue13(config, pg_version, workdir, sections, args.profile)
+        todo.append(
+            ("issue13", lambda: main_issue13(config13, pg_version, workdir, sections, args.profile))
+        )
     if args.all:
-        out["decision_cpu"] = await decision_cpu_scenario(mode, pg_version)
-        out["api"] = await api_scenario(mode, pg_version)
-        out["memory"] = await memory_scenario(mode)
+        todo.append(("decision_cpu", lambda: decision_cpu_scenario(workdir, mode, pg_version)))
+        todo.append(("api", lambda: api_scenario(workdir, mode, pg_version)))
+        todo.append(("memory", lambda: memory_scenario(workdir, mode)))
+    for name, scenario in todo:
+        t0 = time.monotonic()
+        out[name] = await scenario()
+        took[name] = round(time.monotonic() - t0, 1)
     results["duration_s"] = round(time.monotonic() - started, 1)
     results["machine"]["loadavg_at_end"] = list(os.getloadavg())
     results["logs"] = str(workdir)
