@@ -2,29 +2,39 @@
 
     python bench/decision_cpu.py                     # PostgreSQL, 100 sequential + 200 concurrent
     python bench/decision_cpu.py --sqlite            # the same on a SQLite file
-    python bench/decision_cpu.py --decisions 50 --concurrent 100 --top 40 --json out.json
+    python bench/decision_cpu.py --role inprocess    # build_bot alone (one event loop)
+    python bench/decision_cpu.py --decisions 50 --concurrent 100 --top 40 --out out.json
+    python bench/decision_cpu.py --smoke --out out.json   # a check that it runs (SQLite, < 30 s)
 
 Processes on 127.0.0.1, as in `bench/run.py`: the fake model (`tool-then-text` on `deploy`),
 the fake Slack (the SlackSandbox, `bench/fake_slack.py`) and the real bot in HTTP mode
-(`bench/bot_server.py`: `build_bot` + `Bot.web_app`, logging at INFO), started through this
-file's `--serve` mode, which only adds two bench-only routes: a cProfile switch and counters
-of SQL statements and Slack Web API calls. This process is Slack's side: it sends signed
-slash commands and Approve clicks.
+(`bench/bot_server.py`, its flags and roles, logging at INFO), started through this file's
+`--serve` mode, which only adds two bench-only routes: a cProfile switch and counters of SQL
+statements and Slack Web API calls. This process is Slack's side: it sends signed slash
+commands and Approve clicks.
+
+The bot's role (`--role`) is `both` by default, as in `bench/run.py`: `sayso run`, the front
+on the main event loop and the embedded worker on its own thread and loop, in one process;
+`inprocess` is `build_bot` alone (one loop acks and drives runs), the mode of the numbers
+measured before issue 25.
 
 Phases (each on cards prepared beforehand; preparing them is not counted):
 1. *sequential*: one Approve click at a time; the next click is sent once the previous run is
    completed (its answer posted);
-2. *concurrent*: every click at once, at concurrency 50;
+2. *concurrent*: every click at once, at concurrency 50 (what `bench/run.py`'s "bot CPU
+   ms/decision" measures too);
 3. *profile*: the concurrent phase again with cProfile on in the bot (its CPU numbers are
-   inflated by the profiler and not reported as the cost). The summary is own (not
+   inflated by the profiler and not reported as the cost), on every event loop thread (the
+   front's and, with `both`, the embedded worker's), each timed by its own thread's CPU clock;
+   aiosqlite's threads (SQLite's own work) are not in it. The summary is own (not
    cumulative) CPU time: SQLAlchemy's async layer runs on greenlets, which make cProfile's
    cumulative times of coroutines meaningless; own time is grouped by package and listed by
    function.
 
-Bot CPU is user + system time of the bot process (`/proc/<pid>/stat`) from just before the
-first click to the moment the bot is idle again (every run completed, no background task,
-and the App Home refresher's trailing window, 2 s, passed), divided by the clicks. The idle
-process's CPU per second (sweeper, pool pings) is measured first and shown
+Bot CPU is user + system time of the bot process, all threads (`/proc/<pid>/stat`), from just
+before the first click to the moment the bot is idle again (every run completed, no
+background task, and the App Home refresher's trailing window, 2 s, passed), divided by the
+clicks. The idle process's CPU per second (sweepers, pool pings) is measured first and shown
 apart, not subtracted.
 """
 

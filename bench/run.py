@@ -1,8 +1,19 @@
-"""sayso benchmarks: `python bench/run.py [--quick]`.
+"""sayso benchmarks, one entry point: `python bench/run.py [--all] [--quick | --smoke]`.
+
+- no flag: the main tables (ack latency against a bare Bolt app, click → tool, decisions/s,
+  memory, inbox query);
+- `--issue13`: issue 13's scenarios only (workers, backlog; PostgreSQL);
+- `--all`: every scenario: the main tables, issue 13's, then `bench/decision_cpu.py`,
+  `bench/api.py` (against its targets) and `bench/memory.py` as subprocesses;
+- `--quick`: smaller counts; `--smoke`: tiny counts on SQLite only, a check that everything
+  runs (CI runs `--all --smoke`: tests/bench/test_bench_smoke.py).
 
 Starts, as subprocesses, the fake model, the fake Slack (the SlackSandbox), the floor (a bare
 Bolt app that only acks) and the real bot in HTTP mode; this process is the load generator.
-Prints markdown tables and writes bench/results.json. Only 127.0.0.1 is used.
+Prints markdown tables and writes one JSON file (`bench/results.json` unless `--out`) with the
+command, the commit, the machine (cores, CPU model, load average at start and end), Python,
+SQLite and PostgreSQL versions, and each scenario's results and duration. Only 127.0.0.1 is
+used.
 """
 
 from __future__ import annotations
