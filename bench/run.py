@@ -111,8 +111,8 @@ ISSUE13_SMOKE = {
     **ISSUE13_FULL,
     "people": 3,
     "many": 5,
-    "model_latency": 0.2,
-    "slow_latency": 1.0,
+    "model_latency": 0.5,
+    "slow_latency": 0.5,  # the same fake model: one process fewer
     "burst": 5,
     "probes": 1,
     "ack_requests": 5,
@@ -161,7 +161,7 @@ class Bench:
         """The fake model, the fake Slack, the floor (unless not `floor`); plus a fake model
         per extra latency."""
         self.effects = await SideEffects.listen(self.udp_port)
-        for latency in latencies:
+        for latency in dict.fromkeys(latencies):  # one fake model per distinct latency
             port = free_port()
             proc = self.fake_model(f"fake_model_{latency:g}s", port, latency)
             self.extra_models[latency] = (proc, f"http://127.0.0.1:{port}/v1")

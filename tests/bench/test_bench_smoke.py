@@ -7,7 +7,7 @@ process, and `bench/decision_cpu.py --smoke`, `bench/api.py --smoke` and `bench/
 --smoke` as subprocesses, with the command lines docs/benchmarks.md gives (their JSON is
 merged into run.py's). The servers these start (`bench/bot_server.py`, `bench/fake_slack.py`,
 `bench/floor_app.py`, the fake model) run in all of them. One test, because each script
-costs seconds of process start-ups on CI's 2 cores: together about 1.5 minutes.
+costs seconds of process start-ups on 2 cores: together 1.5-2 minutes on a busy machine.
 """
 
 from __future__ import annotations
