@@ -75,6 +75,7 @@ async def one(
     trace: bool,
     top: int,
     bot_args: tuple[str, ...] = (),
+    frames: int = 25,
 ) -> dict[str, Any]:
     """One bot on a fresh SQLite file: readings before and after `paused` cloned runs."""
     url = f"sqlite+aiosqlite:///{bench.workdir / f'{name}.db'}"
@@ -84,7 +85,7 @@ async def one(
         await exercise(bot, warm, 60.0)
         await exercise(bot, warm, 60.0)
         if trace:
-            await _post(bot, "/bench/tracemalloc")
+            await _post(bot, f"/bench/tracemalloc?frames={frames}")
         before = await _reading(bot)
         await _sql_rows(bot, reset=True)
         started = time.perf_counter()
@@ -128,7 +129,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     counts = [int(n) for n in str(args.paused).split(",")]
     bot_args = tuple(args.bot_args.split()) if args.bot_args else ()
-    warm = 2 if args.smoke else args.warm
+    warm = 1 if args.smoke else args.warm
     if args.smoke:
         counts = [200]
     workdir = Path(tempfile.mkdtemp(prefix="sayso-bench-memory-"))
@@ -146,8 +147,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         ]
         if args.tracemalloc or args.smoke:  # smoke: only the traced bot (one process fewer)
             n = counts[0]
+            frames = 3 if args.smoke else 25  # tracing 25 frames deep is slow
             result["traced"] = await one(
-                bench, f"bot_traced_{n}", n, warm, True, args.top, bot_args
+                bench, f"bot_traced_{n}", n, warm, True, args.top, bot_args, frames
             )
     finally:
         await bench.stop()

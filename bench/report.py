@@ -35,6 +35,19 @@ def markdown(r: dict[str, Any]) -> str:
         import memory
 
         lines += ["", "## Memory per paused run", "", memory.report(found["memory"])]
+    if "outbox" in found:
+        o = found["outbox"]
+        lines += [
+            "",
+            "## The outbox (`bench/outbox.py`)",
+            "",
+            f"{o['decisions']} decisions, {o['replicas']} dispatcher(s): "
+            f"{o['burst_calls_per_decision']} Slack calls per decision, "
+            f"{o['burst_429s_per_100_decisions']} 429s per 100 decisions, burst converged "
+            f"in {o['burst_converged_seconds']} s; after a {o.get('outage_seconds', 0)} s "
+            f"outage, converged {o.get('outage_converged_seconds_after')} s after it; "
+            f"{o['duplicates']} duplicates",
+        ]
     return "\n".join(lines)
 
 

@@ -4,7 +4,8 @@
   memory, inbox query);
 - `--issue13`: issue 13's scenarios only (workers, backlog; PostgreSQL);
 - `--all`: every scenario: the main tables, issue 13's, then `bench/decision_cpu.py`,
-  `bench/api.py` (against its targets) and `bench/memory.py` as subprocesses;
+  `bench/api.py` (against its targets), `bench/memory.py` and `bench/outbox.py` as
+  subprocesses;
 - `--quick`: smaller counts; `--smoke`: tiny counts on SQLite only, a check that everything
   runs (CI runs `--all --smoke`: tests/bench/test_bench_smoke.py).
 
@@ -459,6 +460,13 @@ async def memory_scenario(workdir: Path, mode: str) -> dict[str, Any]:
     return await script(workdir, "memory.py", argv.get(mode, ["--smoke"]))
 
 
+async def outbox_scenario(workdir: Path, mode: str) -> dict[str, Any]:
+    """`bench/outbox.py`: 429s per 100 decisions and convergence after an outage (SQLite, one
+    dispatcher; its `--replicas 2` needs SAYSO_TEST_POSTGRES_URL and is not run here)."""
+    argv = {"full": ["--decisions", "100", "--outage", "60"], "quick": [], "smoke": ["--smoke"]}
+    return await script(workdir, "outbox.py", argv[mode])
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     workdir = Path(tempfile.mkdtemp(prefix="sayso-bench-"))
@@ -492,6 +500,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         todo.append(("decision_cpu", lambda: decision_cpu_scenario(workdir, mode, pg_version)))
         todo.append(("api", lambda: api_scenario(workdir, mode, pg_version)))
         todo.append(("memory", lambda: memory_scenario(workdir, mode)))
+        todo.append(("outbox", lambda: outbox_scenario(workdir, mode)))
     for name, scenario in todo:
         t0 = time.monotonic()
         out[name] = await scenario()
@@ -507,7 +516,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--all",
         action="store_true",
-        help="every scenario: the main tables, issue 13's, decision CPU, the API, memory",
+        help="every scenario: main tables, issue 13's, decision CPU, the API, memory, outbox",
     )
     parser.add_argument("--quick", action="store_true", help="smaller counts")
     parser.add_argument(

@@ -3,11 +3,12 @@ PostgreSQL), as a subprocess, as a person would run it. Asserts only that it com
 writes its JSON with the expected keys: never a speed (docs/benchmarks.md has the numbers).
 
 `bench/run.py --all --smoke` runs every scenario: the main tables and issue 13's in its own
-process, and `bench/decision_cpu.py --smoke`, `bench/api.py --smoke` and `bench/memory.py
---smoke` as subprocesses, with the command lines docs/benchmarks.md gives (their JSON is
-merged into run.py's). The servers these start (`bench/bot_server.py`, `bench/fake_slack.py`,
-`bench/floor_app.py`, the fake model) run in all of them. One test, because each script
-costs seconds of process start-ups on 2 cores: together 1.5-2 minutes on a busy machine.
+process, and `bench/decision_cpu.py --smoke`, `bench/api.py --smoke`, `bench/memory.py
+--smoke` and `bench/outbox.py --smoke` as subprocesses, with the command lines
+docs/benchmarks.md gives (their JSON is merged into run.py's). The servers these start
+(`bench/bot_server.py`, `bench/fake_slack.py`, `bench/floor_app.py`, the fake model) run in
+all of them. One test, because each script costs seconds of process start-ups on 2 cores:
+together 1.5-2.5 minutes on a busy machine.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def test_every_bench_script_runs(tmp_path: Path) -> None:
     has(r["machine"], "nproc", "cpu", "python", "sqlite", "postgresql")
     has(r["machine"], "loadavg_at_start", "loadavg_at_end")
     s = r["scenarios"]
-    has(s, "main", "issue13", "decision_cpu", "api", "memory")
+    has(s, "main", "issue13", "decision_cpu", "api", "memory", "outbox")
     has(s["main"], "ack", "decisions_sqlite", "memory", "inbox")
     has(s["main"]["decisions_sqlite"], "decisions_per_s", "bot_cpu_ms_per_decision")
     has(s["main"]["memory"], "growth_mb", "paused_runs")
@@ -74,3 +75,6 @@ def test_every_bench_script_runs(tmp_path: Path) -> None:
     memory = s["memory"]  # bench/memory.py --smoke
     has(memory, "machine", "untraced", "traced")
     has(memory["traced"], "rss_growth_mb", "sqlite_growth_mb", "python_growth_mb", "python_top")
+    outbox = s["outbox"]  # bench/outbox.py --smoke
+    has(outbox, "burst_calls_per_decision", "burst_429s_per_100_decisions", "duplicates")
+    has(outbox, "outage_converged_seconds_after")
