@@ -20,7 +20,11 @@ def markdown(r: dict[str, Any]) -> str:
         f"SQLite {m['sqlite']}, PostgreSQL {m.get('postgresql')}; load average {load} at "
         f"start, {load_end} at end",
     ]
-    found = r.get("scenarios", {})
+    found = dict(r.get("scenarios", {}))
+    for name, result in list(found.items()):
+        if isinstance(result, dict) and "error" in result:
+            lines += ["", f"## {name}: FAILED", "", f"`{result['error'][:500]}`"]
+            del found[name]
     if "main" in found:
         lines += ["", "## Main tables", "", markdown_main(found["main"])]
     if "issue13" in found:

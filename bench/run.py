@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -503,7 +504,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         todo.append(("outbox", lambda: outbox_scenario(workdir, mode)))
     for name, scenario in todo:
         t0 = time.monotonic()
-        out[name] = await scenario()
+        try:
+            out[name] = await scenario()
+        except Exception as exc:  # keep the other scenarios' results; exit 1 at the end
+            traceback.print_exc()
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"[:4000]}
+            results.setdefault("failed", []).append(name)
         took[name] = round(time.monotonic() - t0, 1)
     results["duration_s"] = round(time.monotonic() - started, 1)
     results["machine"]["loadavg_at_end"] = list(os.getloadavg())
@@ -543,5 +549,7 @@ if __name__ == "__main__":
     output = args.out or str(HERE / "results.json")
     Path(output).write_text(json.dumps(out, indent=2) + "\n")
     print(markdown(out))
+    if out.get("failed"):  # the work directory (logs) is kept: it says why
+        raise SystemExit(f"failed: {', '.join(out['failed'])}; logs in {out['logs']}")
     if not args.keep and not args.profile:
         shutil.rmtree(out["logs"], ignore_errors=True)

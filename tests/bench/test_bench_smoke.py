@@ -56,6 +56,7 @@ def test_every_bench_script_runs(tmp_path: Path) -> None:
     has(r["machine"], "nproc", "cpu", "python", "sqlite", "postgresql")
     has(r["machine"], "loadavg_at_start", "loadavg_at_end")
     s = r["scenarios"]
+    assert not r.get("failed"), {name: s[name] for name in r["failed"]}
     has(s, "main", "issue13", "decision_cpu", "api", "memory", "outbox")
     has(s["main"], "ack", "decisions_sqlite", "memory", "inbox")
     has(s["main"]["decisions_sqlite"], "decisions_per_s", "bot_cpu_ms_per_decision")
