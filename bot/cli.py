@@ -24,14 +24,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("sayso")
 
 
-def setup_logging(level: str) -> None:
-    """Key=value lines on stderr, every one scrubbed of secrets (see bot/scrub.py)."""
+def setup_logging(level: str, fmt: str = "text") -> None:
+    """Key=value lines on stderr (or JSON objects, `SAYSO_LOG_FORMAT=json`: bot/ops/logs.py),
+    every one scrubbed of secrets (see bot/agent/scrub.py)."""
     install_log_scrubbing()
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    if fmt == "json":
+        from bot.ops.logs import use_json_logs
+
+        use_json_logs(level)
+    else:
+        logging.basicConfig(
+            level=level,
+            format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
+            stream=sys.stderr,
+        )
     for noisy in ("aiohttp.access", "httpx", "httpcore", "slack_bolt", "slack_sdk", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -53,7 +59,12 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> None:
     warn_renamed_settings(settings)
     if args.concurrency is not None:
         settings = settings.model_copy(update={"sayso_worker_concurrency": args.concurrency})
-    await serve_worker(settings, load_agents(args.agents or settings.sayso_agents))
+    await serve_worker(
+        settings,
+        load_agents(args.agents or settings.sayso_agents),
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
+    )
 
 
 def warn_renamed_settings(settings: Settings) -> None:
@@ -131,6 +142,20 @@ def _agents_or_none(settings: Settings) -> AgentRegistry | None:
         return None
 
 
+async def cmd_audit(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.ops.audit_cli import run_audit
+
+    await run_audit(args, settings)
+
+
+async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.ops.doctor import doctor
+
+    code = await doctor(settings, args.json)
+    if code:
+        raise SystemExit(code)
+
+
 async def cmd_policy(args: argparse.Namespace, settings: Settings) -> None:
     from bot.policy_cli import run_policy_command
 
@@ -155,6 +180,8 @@ def parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="drive runs, without a front (PostgreSQL)")
     worker.add_argument("--concurrency", type=int, help="runs in flight at once (default 200)")
     worker.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
+    worker.add_argument("--metrics-port", type=int, help="serve GET /metrics on this port")
+    worker.add_argument("--metrics-host", default="0.0.0.0", help="(with --metrics-port)")
     sub.add_parser("mcp", help="serve MCP over stdio (the key in SAYSO_KEY)")
     demo = sub.add_parser("demo", help="try sayso in a local Slack sandbox in your browser")
     demo.add_argument("--port", type=int, default=3000)
@@ -181,9 +208,13 @@ def parser() -> argparse.ArgumentParser:
         "cancel", help="cancel a run: no further tool runs, its open requests close"
     )
     cancel.add_argument("run_id")
+    from bot.ops.audit_cli import add_parser as add_audit_parser
     from bot.policy_cli import add_parser
 
     add_parser(sub)
+    add_audit_parser(sub)
+    doctor = sub.add_parser("doctor", help="check the configuration: one line per check, a fix")
+    doctor.add_argument("--json", action="store_true", help="one JSON object for machines")
     add_keys_parser(sub)
     add_request_parser(sub)
     return p
@@ -197,6 +228,8 @@ COMMANDS = {
     "db": cmd_db,
     "runs": cmd_runs,
     "policy": cmd_policy,
+    "audit": cmd_audit,
+    "doctor": cmd_doctor,
     "keys": run_keys,
     "request": run_request,
 }
@@ -206,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(argv)
     try:
         settings = load_settings()
-        setup_logging(settings.sayso_log_level)
+        setup_logging(settings.sayso_log_level, settings.sayso_log_format)
         asyncio.run(COMMANDS[args.command](args, settings))
     except ConfigError as exc:
         print(f"sayso: {exc}", file=sys.stderr)

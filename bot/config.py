@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.agent.util import parse_duration
@@ -61,6 +61,16 @@ class Settings(BaseSettings):
     sayso_default_channel: str | None = None
     # webhooks go only to these hosts (bot/api/callbacks.py); empty: any http(s) host
     sayso_callback_hosts: Annotated[tuple[str, ...], NoDecode] = ()
+    # issue 23, operations: the audit trail streamed to a SIEM, signed like the API's webhooks;
+    # how long audit events are kept (unset: forever); JSON log lines
+    sayso_audit_webhook: str | None = None
+    sayso_audit_webhook_secret: SecretStr | None = None
+    sayso_audit_retention: timedelta | None = None
+    sayso_log_format: Literal["text", "json"] = "text"
+    # traces (`sayso[otel]`): on when an OTLP endpoint is set; the exporter reads the other
+    # standard OTEL_* variables itself
+    otel_exporter_otlp_endpoint: str | None = None
+    otel_exporter_otlp_traces_endpoint: str | None = None
     sayso_url: str | None = None  # `sayso request`: the sayso to ask (--url)
     sayso_key: SecretStr | None = None  # `sayso request`: the API key (--key)
 
@@ -77,6 +87,32 @@ class Settings(BaseSettings):
         if bad:
             raise ValueError(f"callback hosts are host[:port] or *.domain, not {bad[0]!r}")
         return hosts
+
+    @field_validator("sayso_audit_webhook")
+    @classmethod
+    def _audit_webhook(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        assert value is not None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL such as https://siem.example.com/sayso")
+        return value
+
+    @field_validator("sayso_audit_retention", mode="before")
+    @classmethod
+    def _audit_retention(cls, value: object) -> timedelta | None:
+        if value is None or str(value).strip().lower() in ("", "off", "forever", "never"):
+            return None
+        return parse_duration(value)
+
+    @model_validator(mode="after")
+    def _audit_webhook_signed(self) -> Settings:
+        if self.sayso_audit_webhook and not self.secret("sayso_audit_webhook_secret"):
+            raise ValueError(
+                "SAYSO_AUDIT_WEBHOOK is set but SAYSO_AUDIT_WEBHOOK_SECRET is not: the audit "
+                "webhook is always signed, set a secret the receiver checks"
+            )
+        return self
 
     @field_validator("sayso_rate_limit", mode="before")
     @classmethod
@@ -182,8 +218,10 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = str(err["loc"][0]).upper() if err.get("loc") else "a setting"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if not err.get("loc"):  # a rule across settings: its message names them
+            raise ConfigError(f"{msg}. Fix it in the environment or .env") from None
+        field = str(err["loc"][0]).upper()
         raise ConfigError(
             f"{field} is malformed: {msg}. Fix it in the environment or .env"
         ) from None

@@ -29,6 +29,12 @@ LAYERS: dict[str, int] = {
     "bot.sandbox": FRONT,
     "bot.testing": FRONT,
     "bot.examples": FRONT,
+    "bot.ops": TOP,  # `sayso doctor`, `sayso audit`
+    "bot.ops.metrics": SERVICE,  # counted where things happen (the service's runs too)
+    "bot.ops.tracing": SERVICE,
+    "bot.ops.audit": SERVICE,
+    "bot.ops.audit_webhook": SERVICE,
+    "bot.ops.logs": FRONT,
     "bot.sandbox.demo": TOP,
     "bot.cli": TOP,
     "bot.compose": TOP,

@@ -275,6 +275,9 @@ class RunDriver:
             exc_info=exc,
         )
         await self._mark_failed(flight.accessor, lease, failure.shown)
+        from bot.ops import metrics  # sayso_runs_total
+
+        metrics.run_finished("failed")
         run = await self.store.get_run(lease.run_id)
         if run is not None:
             await self.show.run_changed(run, Failed(failure.shown))
