@@ -8,7 +8,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import jsonschema
 from aiohttp import web
 from pydantic import ValidationError
 
@@ -17,6 +16,7 @@ from bot.api.models import MAX_WAIT, CreatedRequest, CreateRequest
 from bot.api.openapi import openapi_document
 from bot.api.present import REQUEST_KIND_OF, state_json
 from bot.service.api_requests import ApiRefusal, ApiRequests, expires_at
+from bot.service.api_tool import SchemaProblem, check_schema
 from store.api import ApiKey, NewApiRequest
 
 log = logging.getLogger("sayso.api")
@@ -68,9 +68,9 @@ def _check_schema(body: CreateRequest) -> None:
     if schema is None:
         return
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ApiRefusal("invalid", f"schema: not a valid JSON Schema ({exc.message})") from None
+        check_schema(schema)
+    except SchemaProblem as exc:
+        raise ApiRefusal("invalid", str(exc)) from None
     if schema.get("type") != "object":
         raise ApiRefusal("invalid", 'schema: must describe an object ("type": "object")')
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.agent.util import utcnow
-from bot.service.api_tool import API_AGENT_PREFIX, schema_errors
+from bot.service.api_tool import API_AGENT_PREFIX, schema_errors_off_loop
 from bot.service.notifier import RequestNotifier
 from bot.service.ports import Presenter
 from store import ApprovalRequestRecord, RunRecord, Store
@@ -120,10 +120,11 @@ class ApiRequests:
     async def create(self, key: ApiKey, new: NewApiRequest) -> Created:
         schema = new.spec.get("schema")
         if schema is not None and new.kind == "approval":
-            errors = schema_errors(schema, new.arguments)
+            errors = await schema_errors_off_loop(schema, new.arguments)
             if errors:
                 name, message = next(iter(errors.items()))
-                raise ApiRefusal("invalid", f"arguments.{name}: {message}")
+                where = name if name == "schema" else f"arguments.{name}"
+                raise ApiRefusal("invalid", f"{where}: {message}")
         request_id, created = await api_ops.create_request(self.store.db, new)
         found = await self._get(request_id)
         if found is None:
