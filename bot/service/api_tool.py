@@ -50,7 +50,7 @@ def _refuse_retrieval(uri: str) -> Resource[Any]:
     raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
-_REGISTRY: Registry[Any] = Registry(retrieve=_refuse_retrieval)
+_REGISTRY: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
 """Resolves nothing outside the schema itself: a `$ref` never reaches the network."""
 
 
