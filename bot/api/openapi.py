@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from bot.api.models import CreatedRequest, CreateRequest, ErrorBody, RequestState
+from bot.api.models import CancelBody, CreatedRequest, CreateRequest, ErrorBody, RequestState
 
 _REF = "#/components/schemas/{model}"
 
@@ -32,7 +32,12 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(c): _json("ErrorBody", what[c]) for c in codes}
 
 
-_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+_ID = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+}
 _WAIT = {
     "name": "wait",
     "in": "query",
@@ -45,7 +50,8 @@ _WAIT = {
 @cache
 def openapi_document() -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Literal["validation"]]] = [
-        (m, "validation") for m in (CreateRequest, CreatedRequest, RequestState, ErrorBody)
+        (m, "validation")
+        for m in (CreateRequest, CancelBody, CreatedRequest, RequestState, ErrorBody)
     ]
     _, schemas = models_json_schema(models, ref_template=_REF)
     request = {"$ref": _REF.format(model="CreateRequest")}
@@ -86,9 +92,13 @@ def openapi_document() -> dict[str, Any]:
                 "post": {
                     "summary": "Cancel a pending request",
                     "parameters": [_ID],
+                    "requestBody": {
+                        "required": False,
+                        "content": {"application/json": {"schema": _ref("CancelBody")}},
+                    },
                     "responses": {
                         "200": _json("RequestState", "The request."),
-                        **_errors(401, 404),
+                        **_errors(401, 404, 413, 422),
                     },
                 }
             },

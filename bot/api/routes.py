@@ -12,7 +12,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from bot.api.callbacks import callback_host_allowed
-from bot.api.models import MAX_WAIT, CreatedRequest, CreateRequest
+from bot.api.models import MAX_WAIT, REQUEST_ID, CancelBody, CreatedRequest, CreateRequest
 from bot.api.openapi import openapi_document
 from bot.api.present import REQUEST_KIND_OF, state_json
 from bot.service.api_requests import ApiRefusal, ApiRequests, expires_at
@@ -56,6 +56,15 @@ async def _json_body(request: web.Request) -> Any:
         return json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiRefusal("invalid", f"body: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ApiRefusal("invalid", "body: JSON nested too deeply") from None
+
+
+def _request_id(request: web.Request) -> str:
+    request_id = request.match_info["id"]
+    if not REQUEST_ID.fullmatch(request_id):
+        raise ApiRefusal("invalid", "id: not a request id (at most 64 letters, digits, - or _)")
+    return request_id
 
 
 def _token(request: web.Request) -> str | None:
@@ -165,7 +174,7 @@ class ApiRoutes:
         )
 
     async def get(self, request: web.Request, key: ApiKey) -> web.Response:
-        request_id = request.match_info["id"]
+        request_id = _request_id(request)
         wait_text = request.query.get("wait")
         if wait_text is None:
             found, _ = await self.api.get(key, request_id)
@@ -180,10 +189,14 @@ class ApiRoutes:
         return web.json_response(state_json(found))
 
     async def cancel(self, request: web.Request, key: ApiKey) -> web.Response:
+        request_id = _request_id(request)
         raw = await _json_body(request) if request.can_read_body else None
-        reason = raw.get("reason") if isinstance(raw, dict) else None
-        detail = str(reason) if isinstance(reason, str) and reason else "Cancelled by the caller."
-        found, _ = await self.api.cancel(key, request.match_info["id"], detail)
+        try:
+            body = CancelBody.model_validate(raw if raw is not None else {})
+        except ValidationError as exc:
+            raise ApiRefusal("invalid", _validation_message(exc)) from None
+        detail = body.reason or "Cancelled by the caller."
+        found, _ = await self.api.cancel(key, request_id, detail)
         return web.json_response(state_json(found))
 
     async def openapi(self, request: web.Request) -> web.Response:
