@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot.api.callbacks import callback_host_allowed
+from bot.api.callbacks import callback_host_allowed, private_literal
 from bot.api.models import MAX_WAIT, REQUEST_ID, CancelBody, CreatedRequest, CreateRequest
 from bot.api.openapi import openapi_document
 from bot.api.present import REQUEST_KIND_OF, state_json
@@ -104,6 +104,12 @@ def new_request(api: ApiRequests, key: ApiKey, body: CreateRequest) -> NewApiReq
         raise ApiRefusal("invalid", "min_approvals: only approvals take a quorum")
     if body.callback_url and not callback_host_allowed(body.callback_url, api.callback_hosts):
         raise ApiRefusal("invalid", "callback_url: its host is not one SAYSO_CALLBACK_HOSTS allows")
+    if body.callback_url and private_literal(body.callback_url, api.callback_hosts):
+        raise ApiRefusal(
+            "invalid",
+            "callback_url: a loopback, link-local or private address (name the host in "
+            "SAYSO_CALLBACK_HOSTS to allow it)",
+        )
     kind = REQUEST_KIND_OF[body.kind]
     if body.kind == "review":
         tool_name, arguments = "human_review", {"reason": body.title, "payload": body.context}
