@@ -14,7 +14,14 @@ import sqlalchemy as sa
 
 from store import crypto
 from store.db import Database
-from store.schema import api_keys, approval_requests, audit_events, runs
+from store.schema import (
+    api_keys,
+    api_requests,
+    approval_requests,
+    audit_events,
+    runs,
+    webhook_deliveries,
+)
 
 log = logging.getLogger("sayso.store")
 
@@ -23,6 +30,8 @@ ENCRYPTED_COLUMNS: dict[sa.Table, tuple[str, ...]] = {
     approval_requests: ("arguments", "edited_arguments", "output", "reason"),
     audit_events: ("detail",),
     api_keys: ("webhook_secret",),
+    api_requests: ("callback_url",),
+    webhook_deliveries: ("url",),
 }
 
 

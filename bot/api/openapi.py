@@ -26,6 +26,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         401: "No key, or an unknown or revoked key.",
         403: "The key may not post in that channel.",
         404: "No such request for this key.",
+        409: "The idempotency key was used for a different request.",
         413: "Body over 1 MB.",
         422: "Invalid input (the message names the field), or Slack refused the card.",
     }
@@ -74,7 +75,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _json("CreatedRequest", "Created."),
                         "200": _json("CreatedRequest", "The request of this idempotency key."),
-                        **_errors(401, 403, 413, 422),
+                        **_errors(401, 403, 409, 413, 422),
                     },
                 }
             },

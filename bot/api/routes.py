@@ -22,7 +22,14 @@ from store.api import ApiKey, NewApiRequest
 log = logging.getLogger("sayso.api")
 
 MAX_BODY_BYTES = 1024 * 1024
-_STATUS = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "too_large": 413}
+_STATUS = {
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "too_large": 413,
+    "too_many_requests": 429,
+}
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -125,7 +125,7 @@ class ApiRequests:
                 name, message = next(iter(errors.items()))
                 where = name if name == "schema" else f"arguments.{name}"
                 raise ApiRefusal("invalid", f"{where}: {message}")
-        request_id, created = await api_ops.create_request(self.store.db, new)
+        request_id, created = await self._create_request(new)
         found = await self._get(request_id)
         if found is None:
             raise ApiRefusal("not_found", "The request no longer exists.")
@@ -161,7 +161,7 @@ class ApiRequests:
         other answered request."""
         if new.kind != "hitl":
             raise ApiRefusal("invalid", "kind: only a question can be answered by its caller")
-        request_id, created = await api_ops.create_request(self.store.db, new)
+        request_id, created = await self._create_request(new)
         found = await self._get(request_id)
         if found is None:
             raise ApiRefusal("not_found", "The request no longer exists.")
@@ -181,6 +181,16 @@ class ApiRequests:
             await self.settled(result.request)
         log.info("event=api_request_answered_by_caller key=%s request_id=%s", key.name, request_id)
         return result.request
+
+    async def _create_request(self, new: NewApiRequest) -> tuple[str, bool]:
+        try:
+            return await api_ops.create_request(self.store.db, new)
+        except api_ops.IdempotencyConflict:
+            raise ApiRefusal(
+                "conflict",
+                f"idempotency_key: {new.idempotency_key!r} was used for a different request "
+                "(use a new key for a new request)",
+            ) from None
 
     async def _audit_created(
         self, key: ApiKey, request: ApprovalRequestRecord, outcome: str

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import Harness, running_harness
+from tests.e2e.mcp_flows import mcp  # noqa: F401 - the fixture
 
 
 @pytest.fixture

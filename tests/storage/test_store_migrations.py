@@ -12,7 +12,7 @@ from store.migrate import VERSION_TABLE, upgrade
 from store.schema import metadata
 from tests.storage.store_helpers import StoreFactory, paused_run
 
-HEAD = "0006_api"
+HEAD = "0007_security"
 TABLES = {
     "runs",
     "approval_requests",
