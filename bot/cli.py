@@ -101,8 +101,15 @@ async def cmd_db(args: argparse.Namespace, settings: Settings) -> None:
         if args.db_command == "reencrypt":
             if not settings.encryption_keys():
                 raise ConfigError("SAYSO_ENCRYPTION_KEYS is not set: put the new key first")
-            changed = await store.reencrypt()
-            print(f"re-encrypted {changed} value(s) with the first key")
+            from store.rekey import reencrypt_report
+
+            report = await reencrypt_report(store.db, 200)
+            print(f"re-encrypted {report.changed} value(s) with the first key")
+            if report.unreadable:
+                print(
+                    f"{report.unreadable} value(s) no key reads were left as they are (logged "
+                    "with their table and row): add the key they were written with and run again"
+                )
         else:
             print("database is up to date")
     finally:

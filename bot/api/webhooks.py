@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from bot.agent.util import utcnow
-from bot.api.callbacks import callback_host_allowed
+from bot.api.callbacks import CallbackRefused, callback_host_allowed, pinned_url
 from bot.api.present import state_json
 from bot.service.api_requests import ApiRequests
 from store import ApprovalRequestRecord
@@ -133,8 +133,18 @@ class WebhookSender:
         }
         error: str | None = None
         try:
+            url, headers["Host"], server_name = await pinned_url(
+                claimed.url, self.api.callback_hosts
+            )
+        except CallbackRefused as exc:
+            await self._finish(claimed, found.run_id, False, str(exc)[:500], retry=False)
+            log.warning("event=webhook_refused request_id=%s delivery=%s", found.id, claimed.id)
+            return False
+        try:
             assert self._client is not None
-            response = await self._client.post(claimed.url, content=body, headers=headers)
+            response = await self._client.post(
+                url, content=body, headers=headers, extensions={"sni_hostname": server_name}
+            )
             ok = 200 <= response.status_code < 300
             if not ok:
                 error = f"HTTP {response.status_code}"
