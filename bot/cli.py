@@ -2,30 +2,33 @@
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import logging
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from slack_sdk.errors import SlackApiError
-
-from bot.agent.scrub import install_log_scrubbing
-from bot.api.cli import add_keys_parser, add_request_parser, run_keys, run_request
-from bot.config import ConfigError, Settings, load_settings, require, require_bot_token
-from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
-from bot.service.registry import AgentRegistry
-from store.crypto import EncryptionKeyError
-
+# Imports are lazy: `sayso hook claude-code` starts a process per tool call, and an ungated
+# call must answer in a few tens of milliseconds (see main()).
 if TYPE_CHECKING:
+    import argparse
+
+    from bot.config import Settings
     from bot.service.registry import AgentRegistry
 
-log = logging.getLogger("sayso")
+
+def __getattr__(name: str) -> Any:
+    if name == "wait_for_stop":  # re-exported: tests/fault/replica.py
+        from bot.serve import wait_for_stop
+
+        return wait_for_stop
+    raise AttributeError(f"module 'bot.cli' has no attribute {name!r}")
 
 
 def setup_logging(level: str) -> None:
     """Key=value lines on stderr, every one scrubbed of secrets (see bot/scrub.py)."""
+    import logging
+
+    from bot.agent.scrub import install_log_scrubbing
+
     install_log_scrubbing()
     logging.basicConfig(
         level=level,
@@ -37,6 +40,7 @@ def setup_logging(level: str) -> None:
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.config import require
     from bot.serve import Mode, load_agents, serve
 
     mode: Mode = args.mode or ("socket" if settings.slack_app_token else "http")
@@ -47,6 +51,7 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> None:
 
 
 async def cmd_worker(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.config import require_bot_token
     from bot.serve import load_agents, serve_worker
 
     require_bot_token(settings)
@@ -58,7 +63,9 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> None:
 
 def warn_renamed_settings(settings: Settings) -> None:
     if settings.sayso_max_active_runs is not None and settings.sayso_worker_concurrency is None:
-        log.warning(
+        import logging
+
+        logging.getLogger("sayso").warning(
             "event=renamed_setting: SAYSO_MAX_ACTIVE_RUNS is now SAYSO_WORKER_CONCURRENCY "
             "(runs in flight per worker; a run awaiting its model holds no CPU): using %d",
             settings.sayso_max_active_runs,
@@ -66,6 +73,8 @@ def warn_renamed_settings(settings: Settings) -> None:
 
 
 async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.config import ConfigError
+
     try:
         from bot.mcp.stdio import serve_stdio
     except ImportError:
@@ -86,6 +95,8 @@ async def cmd_db(args: argparse.Namespace, settings: Settings) -> None:
     try:
         await store.upgrade()
         if args.db_command == "reencrypt":
+            from bot.config import ConfigError
+
             if not settings.encryption_keys():
                 raise ConfigError("SAYSO_ENCRYPTION_KEYS is not set: put the new key first")
             changed = await store.reencrypt()
@@ -138,6 +149,8 @@ async def cmd_policy(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(prog="sayso", description="A Slack approval bot for AI agents.")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the bot (Socket Mode or HTTP)")
@@ -174,12 +187,35 @@ def parser() -> argparse.ArgumentParser:
         "cancel", help="cancel a run: no further tool runs, its open requests close"
     )
     cancel.add_argument("run_id")
+    from bot.api.cli import add_keys_parser, add_request_parser
+    from bot.hooks.cli import add_hook_parser
     from bot.policy_cli import add_parser
+    from bot.proxy.cli import add_proxy_parser
 
     add_parser(sub)
     add_keys_parser(sub)
     add_request_parser(sub)
+    add_proxy_parser(sub)
+    add_hook_parser(sub)
     return p
+
+
+async def run_keys(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.api.cli import run_keys as keys
+
+    await keys(args, settings)
+
+
+async def run_request(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.api.cli import run_request as request
+
+    await request(args, settings)
+
+
+async def cmd_proxy(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.proxy.cli import run_proxy
+
+    await run_proxy(args, settings)
 
 
 COMMANDS = {
@@ -192,11 +228,24 @@ COMMANDS = {
     "policy": cmd_policy,
     "keys": run_keys,
     "request": run_request,
+    "proxy": cmd_proxy,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["hook"]:  # a process per tool call: nothing heavy is imported
+        from bot.hooks.cli import run_hook
+
+        raise SystemExit(run_hook(words[1:]))
+    args = parser().parse_args(words)
+    import asyncio
+
+    from slack_sdk.errors import SlackApiError
+
+    from bot.config import ConfigError, load_settings
+    from store.crypto import EncryptionKeyError
+
     try:
         settings = load_settings()
         setup_logging(settings.sayso_log_level)

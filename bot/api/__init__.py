@@ -2,58 +2,25 @@
 
 Callers that are not sayso agents (scripts, CI, other agent frameworks) create approval
 requests over HTTP; they are decided in Slack through the same decide path as sayso's own.
+
+`ApiFront` (bot/api/front.py) loads on first use, so the pydantic models of bot/api/models.py,
+which the Python client shares, import without the server (aiohttp, SQLAlchemy).
 """
 
 from __future__ import annotations
 
-import logging
-from typing import TYPE_CHECKING
-
-from aiohttp import web
-
-from bot.api.routes import ApiRoutes
-from bot.api.webhooks import WebhookSender
-from bot.service.api_requests import ApiRequests
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bot.mcp.http import McpHttp
-
-log = logging.getLogger("sayso.api")
+    from bot.api.front import ApiFront
 
 
-def _mcp_front(api: ApiRequests) -> McpHttp | None:
-    """/mcp, when the optional `mcp` SDK is installed (`pip install 'sayso[mcp]'`)."""
-    try:
-        from bot.mcp.http import McpHttp
-    except ImportError:
-        log.info("event=mcp_unavailable: install sayso[mcp] to serve /mcp")
-        return None
-    return McpHttp(api)
+def __getattr__(name: str) -> Any:
+    if name == "ApiFront":
+        from bot.api.front import ApiFront
 
-
-class ApiFront:
-    def __init__(self, api: ApiRequests, *, retry_interval: float = 1.0) -> None:
-        self.api = api
-        self.routes = ApiRoutes(api)
-        self.webhooks = WebhookSender(api, interval=retry_interval)
-        self.mcp = _mcp_front(api)
-
-    def add_routes(self, app: web.Application) -> None:
-        self.routes.add_to(app)
-        if self.mcp is not None:
-            self.mcp.add_to(app)  # /mcp: the MCP server over streamable HTTP
-
-    async def start(self) -> None:
-        await self.api.start()
-        await self.webhooks.start()
-        if self.mcp is not None:
-            await self.mcp.start()
-
-    async def stop(self) -> None:
-        if self.mcp is not None:
-            await self.mcp.stop()
-        await self.webhooks.stop()
-        await self.api.stop()
+        return ApiFront
+    raise AttributeError(f"module 'bot.api' has no attribute {name!r}")
 
 
 __all__ = ["ApiFront"]
