@@ -72,6 +72,11 @@ class Approvals:
         entry = self.journal.claim(self.name, self.session, tool, call.arguments)
         try:
             result = await self._decide(call, entry.key, entry.state, entry.result, forward)
+        except SaysoAPIError as exc:  # sayso refused the request: the agent reads why
+            result = error_result(
+                f"{tool} was not run: sayso refused its approval request ({exc.code}: "
+                f"{exc.message})."
+            )
         except BaseException:
             self.journal.release(entry.key)  # cancelled: a retry of the call takes it over
             raise

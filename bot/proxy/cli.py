@@ -39,18 +39,21 @@ def add_proxy_parser(sub: Any) -> None:
     p.add_argument("--key", help="its API key (default: SAYSO_KEY)")
     p.add_argument("--policy", help="the policy file (default: SAYSO_POLICY)")
     p.add_argument(
+        "--channel", help="where the cards go (default: the policy's, else the key's first)"
+    )
+    p.add_argument(
         "--session",
         help="what makes a call's idempotency key unique (default: the client process)",
     )
     p.add_argument("--journal", help="the journal file (default ~/.local/state/sayso/...)")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- the upstream command")
+    p.add_argument("upstream_command", nargs=argparse.REMAINDER, help="-- the upstream command")
 
 
 def _upstream(args: argparse.Namespace) -> Upstream:
     from bot.config import ConfigError
     from bot.proxy.gateway import Upstream
 
-    command = list(args.command or [])
+    command = list(args.upstream_command or [])
     if command[:1] == ["--"]:
         command = command[1:]
     if bool(command) == bool(args.upstream):
@@ -124,7 +127,7 @@ async def run_proxy(args: argparse.Namespace, settings: Settings) -> None:
         journal,
         name=name,
         session=session,
-        channel=policy.channel,
+        channel=args.channel or policy.channel,
         public_key=public_key,
     )
     try:
