@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 
@@ -58,7 +58,7 @@ class Approvals:
         name: str,
         session: str,
         channel: str | None = None,
-        public_key: str | None = None,
+        public_key: str | Literal["unknown"] | None = "unknown",
     ) -> None:
         self.client = client
         self.journal = journal
@@ -66,6 +66,15 @@ class Approvals:
         self.session = session
         self.channel = channel
         self.public_key = public_key
+        """The deployment's receipt key (None: receipts are off; "unknown": not asked yet)."""
+
+    async def receipt_key(self) -> str | None:
+        if self.public_key == "unknown":
+            try:
+                self.public_key = await self.client.public_key()
+            except SaysoAPIError:  # 404: the deployment signs no receipts
+                self.public_key = None
+        return self.public_key
 
     async def decide(self, call: CallInfo, forward: Forward) -> types.CallToolResult:
         tool = call.tool.name
@@ -115,9 +124,10 @@ class Approvals:
             self.journal.settled(key, result.model_dump(mode="json", by_alias=True))
             return result
         arguments = dict(decision.arguments or {})
-        if self.public_key is not None:
+        public_key = await self._retrying(self.receipt_key)
+        if public_key is not None:
             try:
-                verify_receipt(state.receipt, tool, arguments, self.public_key)
+                verify_receipt(state.receipt, tool, arguments, public_key)
             except ReceiptRefused as exc:
                 result = error_result(f"{tool} was not run: sayso's receipt is refused ({exc}).")
                 self.journal.settled(key, result.model_dump(mode="json", by_alias=True))

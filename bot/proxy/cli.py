@@ -94,7 +94,7 @@ def default_session(name: str) -> str:
 
 
 async def run_proxy(args: argparse.Namespace, settings: Settings) -> None:
-    from bot.client import AsyncSaysoClient, SaysoAPIError
+    from bot.client import AsyncSaysoClient
     from bot.config import ConfigError
     from bot.proxy.approvals import Approvals
     from bot.proxy.gateway import Gateway, connect
@@ -112,13 +112,6 @@ async def run_proxy(args: argparse.Namespace, settings: Settings) -> None:
     except ProxyPolicyError as exc:
         raise ConfigError(f"policy file rejected: {exc}") from None
     client = AsyncSaysoClient(url, key)
-    public_key: str | None = None
-    try:
-        public_key = await client.public_key()
-    except SaysoAPIError as exc:
-        log.info("event=proxy_receipts_off reason=%s", exc.message)
-    except Exception as exc:
-        log.warning("event=proxy_sayso_unreachable url=%s error=%s", url, exc)
     journal = Journal(args.journal or default_path())
     session = args.session or default_session(name)
     log.info("event=proxy_start name=%s upstream=%s session=%s", name, upstream.describe(), session)
@@ -128,7 +121,6 @@ async def run_proxy(args: argparse.Namespace, settings: Settings) -> None:
         name=name,
         session=session,
         channel=args.channel or policy.channel,
-        public_key=public_key,
     )
     try:
         async with connect(upstream) as session_:
