@@ -134,7 +134,10 @@ class Approvals:
                 return result
         self.journal.forwarding(key)
         log.info("event=proxy_forward key=%s tool=%s request_id=%s", key, tool, state.id)
-        result = await forward(tool, arguments)
+        try:
+            result = await forward(tool, arguments)
+        except Exception as exc:  # sent, and the server answered an error: never sent again
+            result = error_result(f"{tool} was forwarded; the server answered an error: {exc}")
         meta = dict(result.meta or {})
         meta.update(_meta(state))
         result = result.model_copy(update={"meta": meta})
