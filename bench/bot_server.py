@@ -4,7 +4,7 @@
         --slack-api-url http://127.0.0.1:8101/api/ --model-url http://127.0.0.1:8100/v1 \
         --udp-port 8103 [--role both|front|worker|inprocess] [--concurrency N]
 
-Roles, built from the bot's own entry points (bot/slack/app.py, bot/worker.py):
+Roles, built from the bot's own entry points (bot/compose.py, bot/worker.py):
 
 - `both` (default), as `sayso run`: the front (POST /slack/events, GET /healthz) on the main
   event loop and an `EmbeddedWorker` on its own thread and event loop;
@@ -34,10 +34,10 @@ from aiohttp import web
 from common import SECRET, TOKEN, rss_kb
 
 from bot.cli import setup_logging
+from bot.compose import build_bot
 from bot.config import Settings
 from bot.serve import stop_on_signals
 from bot.service.registry import AgentRegistry
-from bot.slack.app import build_bot
 from bot.worker import EmbeddedWorker, Worker, run_worker
 
 ROLES = ("both", "front", "worker", "inprocess")
@@ -106,7 +106,7 @@ def share_slack_sessions() -> None:
     slack-sdk then opens (and closes) a new session and connection for every call."""
     import aiohttp
 
-    import bot.slack.app as slack_app
+    import bot.compose as slack_app
 
     plain = slack_app.web_client
 
@@ -150,7 +150,7 @@ async def main(args: argparse.Namespace) -> None:
         await embedded.start()
 
     def busy() -> int:
-        return len(bot.service.runner._tasks) + int(embedded is not None and embedded.busy)
+        return len(bot.service.tasks) + int(embedded is not None and embedded.busy)
 
     app = bot.web_app()
     bench_routes(app, busy)

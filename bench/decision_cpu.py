@@ -67,7 +67,7 @@ def serve(argv: list[str]) -> None:
     from sqlalchemy.engine import Engine
     from sqlalchemy.pool import Pool
 
-    from bot.slack.app import Bot
+    from bot.front import Bot
 
     profiler = cProfile.Profile(time.process_time)  # CPU time, not time spent waiting
     out = os.environ.get("BENCH_PROFILE_OUT", "bot.prof")

@@ -11,9 +11,9 @@ from typing import Any
 
 from bot.config import Settings
 from bot.proxy.policy import ProxyPolicy, ProxyPolicyError, load_proxy_policy
-from bot.service.policies import Policies
-from bot.service.policy_file import PolicyError, PolicyFile, load_policy
-from bot.service.policy_report import explain, rows, table
+from bot.service.policy.effective import Policies
+from bot.service.policy.file import PolicyError, PolicyFile, load_policy
+from bot.service.policy.report import explain, rows, table
 
 
 def _load_agents_part(path: str, agents: Any) -> PolicyFile:
@@ -21,7 +21,7 @@ def _load_agents_part(path: str, agents: Any) -> PolicyFile:
     is read by bot/proxy/policy.py (the agents' reader does not know it yet)."""
     import yaml
 
-    from bot.service import policy_file
+    from bot.service.policy import file as policy_file
 
     try:
         root = yaml.compose(Path(path).read_text())

@@ -145,6 +145,7 @@ _PAUSE_OF: dict[str, PauseKind] = {
 
 
 async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
+    # Longer than 60 lines because creating a request is one transaction (idempotent).
     """Store the run and its one pending request; (request id, created). With an idempotency
     key already used by this key, the earlier request's id and False."""
     if new.idempotency_key is not None:

@@ -1,9 +1,9 @@
-"""ApiFront: the approval API on the bot's aiohttp app (its /v1 routes, webhooks, /mcp)."""
+"""The approval API front: `/v1` routes on the bot's aiohttp app, webhook delivery and /mcp."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from aiohttp import web
 
@@ -13,28 +13,38 @@ from bot.api.webhooks import WebhookSender
 from bot.service.api_requests import ApiRequests
 
 if TYPE_CHECKING:
-    from bot.mcp.http import McpHttp
+    from bot.receipts import ReceiptSigner
+
+
+class Mounted(Protocol):
+    """Another front served on the same aiohttp app (the MCP server's /mcp)."""
+
+    def add_to(self, app: web.Application) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
 
 log = logging.getLogger("sayso.api")
 
 
-def _mcp_front(api: ApiRequests) -> McpHttp | None:
-    """/mcp, when the optional `mcp` SDK is installed (`pip install 'sayso[mcp]'`)."""
-    try:
-        from bot.mcp.http import McpHttp
-    except ImportError:
-        log.info("event=mcp_unavailable: install sayso[mcp] to serve /mcp")
-        return None
-    return McpHttp(api)
-
-
 class ApiFront:
-    def __init__(self, api: ApiRequests, *, retry_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        api: ApiRequests,
+        *,
+        retry_interval: float = 1.0,
+        mcp: Mounted | None = None,
+        signer: ReceiptSigner | Literal["settings"] | None = "settings",
+    ) -> None:
         self.api = api
-        signer = configured_signer()  # SAYSO_SIGNING_KEY: receipts in GET and webhooks
+        if signer == "settings":  # SAYSO_SIGNING_KEY: receipts in GET and webhooks
+            signer = configured_signer()
         self.routes = ApiRoutes(api, signer)
         self.webhooks = WebhookSender(api, interval=retry_interval, signer=signer)
-        self.mcp = _mcp_front(api)
+        self.mcp = mcp
+        """/mcp (bot/mcp/http.py), when the composition root mounts it."""
 
     def add_routes(self, app: web.Application) -> None:
         self.routes.add_to(app)
@@ -52,6 +62,3 @@ class ApiFront:
             await self.mcp.stop()
         await self.webhooks.stop()
         await self.api.stop()
-
-
-__all__ = ["ApiFront"]

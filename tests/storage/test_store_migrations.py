@@ -12,7 +12,7 @@ from store.migrate import VERSION_TABLE, upgrade
 from store.schema import metadata
 from tests.storage.store_helpers import StoreFactory, paused_run
 
-HEAD = "0006_api"
+HEAD = "0008_durable_slack"
 TABLES = {
     "runs",
     "approval_requests",
@@ -23,6 +23,9 @@ TABLES = {
     "api_keys",
     "api_requests",
     "webhook_deliveries",
+    "slack_intake",
+    "slack_outbox",
+    "slack_senders",
 }
 
 
