@@ -11,13 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 ApiKind = Literal["approval", "question", "review"]
 ApiStatus = Literal["pending", "approved", "rejected", "answered", "expired", "cancelled"]
 ApiDecisionType = Literal["approve", "edit", "reject", "answer"]
-SETTLED_STATUSES: tuple[ApiStatus, ...] = (
-    "approved",
-    "rejected",
-    "answered",
-    "expired",
-    "cancelled",
-)
 MAX_WAIT = 60
 
 
