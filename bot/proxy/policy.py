@@ -28,7 +28,7 @@ proxy:
 one with `rules`: it then asks only when a rule matches (a rule may set `action` too).
 
 This module is read by `sayso hook claude-code` on every tool call, so it imports nothing of
-sayso's engine: the agents' policy reader (bot/service/policy_file.py) loads the agent runtime,
+sayso's engine: the agents' policy reader (bot/service/policy/file.py) loads the agent runtime,
 which alone takes longer than the hook's whole budget. The YAML is read by
 bot/proxy/policy_yaml.py (with that reader's keys, matches and `path:line: reason` errors), and
 the hook keeps what it read in a JSON cache keyed by the file's size and times, so an

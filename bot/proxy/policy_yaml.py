@@ -1,6 +1,6 @@
 """Reads the `proxy:` section of the policy file's YAML into bot/proxy/policy.py's types, with
 the agents' reader's keys, argument matches and `path:line: reason` errors
-(bot/service/policy_file.py). Imported only when the file must be parsed."""
+(bot/service/policy/file.py). Imported only when the file must be parsed."""
 
 from __future__ import annotations
 
