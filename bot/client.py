@@ -24,6 +24,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, create_model
 
 from bot.api.models import MAX_WAIT, CreatedRequest, Decision, RequestState
+from bot.receipts import ReceiptRefused, verify_receipt
 
 F = TypeVar("F", bound=Callable[..., Any])
 STOPPED_WAITING = "The caller stopped waiting."
@@ -181,6 +182,13 @@ class AsyncSaysoClient:
         _raise_for(response)
         return RequestState.model_validate(response.json())
 
+    async def public_key(self) -> str:
+        """The deployment's receipt-signing public key (GET /v1/receipts/public-key)."""
+        async with self._client() as http:
+            response = await http.get("/v1/receipts/public-key")
+        _raise_for(response)
+        return str(response.json()["public_key"])
+
     async def cancel(self, request_id: str, reason: str | None = None) -> RequestState:
         async with self._client() as http:
             response = await http.post(
@@ -297,6 +305,9 @@ class SaysoClient:
     def cancel(self, request_id: str, reason: str | None = None) -> RequestState:
         return asyncio.run(self.aio.cancel(request_id, reason))
 
+    def public_key(self) -> str:
+        return asyncio.run(self.aio.public_key())
+
     def wait(self, request_id: str, timeout: float) -> RequestState:
         return asyncio.run(self.aio.wait(request_id, timeout))
 
@@ -315,10 +326,12 @@ __all__ = [
     "ApprovalRejected",
     "AsyncSaysoClient",
     "Decision",
+    "ReceiptRefused",
     "RequestState",
     "SaysoAPIError",
     "SaysoClient",
     "WebhookVerificationError",
     "check_webhook",
+    "verify_receipt",
     "verify_webhook",
 ]

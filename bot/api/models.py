@@ -127,6 +127,15 @@ class CreateRequest(BaseModel):
         default=None, min_length=1, max_length=200, pattern=KEY_TEXT
     )
     context: BoundedObject | None = None
+    display: str | None = Field(
+        default=None,
+        max_length=2900,
+        pattern=TEXT,
+        description=(
+            "Text shown on the card below the title, as Slack mrkdwn (code blocks allowed): "
+            "a command, a diff. Not part of the arguments."
+        ),
+    )
 
 
 class CancelBody(BaseModel):
@@ -174,6 +183,23 @@ class RequestState(BaseModel):
     context: dict[str, Any] | None = Field(
         default=None, description="The request's `context`, as it was created."
     )
+    receipt: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Once decided, when the deployment has SAYSO_SIGNING_KEY: the decision bound to the "
+            "SHA-256 of the arguments that will run, Ed25519-signed (check it with "
+            "bot.client.verify_receipt and GET /v1/receipts/public-key)."
+        ),
+    )
+
+
+class PublicKey(BaseModel):
+    """GET /v1/receipts/public-key."""
+
+    algorithm: Literal["Ed25519"]
+    public_key: str = Field(description="`ed25519:<base64url of the 32-byte key>`")
+    key_id: str
+    pem: str
 
 
 class ErrorDetail(BaseModel):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from pydantic import ValidationError
@@ -18,6 +18,9 @@ from bot.api.openapi import openapi_document
 from bot.api.present import REQUEST_KIND_OF, state_json
 from bot.service.api_requests import ApiRefusal, ApiRequests, expires_at
 from store.api import ApiKey, NewApiRequest
+
+if TYPE_CHECKING:
+    from bot.receipts import ReceiptSigner
 
 log = logging.getLogger("sayso.api")
 
@@ -102,6 +105,7 @@ def _spec(body: CreateRequest) -> dict[str, Any]:
         "allowed_decisions": body.allowed_decisions,
         "context": body.context,
         "min_approvals": body.min_approvals,
+        "display": body.display,
     }
 
 
@@ -143,14 +147,16 @@ def new_request(api: ApiRequests, key: ApiKey, body: CreateRequest) -> NewApiReq
 
 
 class ApiRoutes:
-    def __init__(self, api: ApiRequests) -> None:
+    def __init__(self, api: ApiRequests, signer: ReceiptSigner | None = None) -> None:
         self.api = api
+        self.signer = signer
 
     def add_to(self, app: web.Application) -> None:
         app.router.add_post("/v1/requests", self._guard(self.create))
         app.router.add_get("/v1/requests/{id}", self._guard(self.get))
         app.router.add_post("/v1/requests/{id}/cancel", self._guard(self.cancel))
         app.router.add_get("/v1/openapi.json", self.openapi)
+        app.router.add_get("/v1/receipts/public-key", self.public_key)
 
     def _guard(self, handler: Callable[[web.Request, ApiKey], Awaitable[web.Response]]) -> Handler:
         async def guarded(request: web.Request) -> web.StreamResponse:
@@ -178,7 +184,7 @@ class ApiRoutes:
         if not created.created:
             answer = CreatedRequest(
                 id=r.id,
-                status=state_json(r)["status"],
+                status=state_json(r, self.signer)["status"],
                 channel=r.channel_id,
                 message_ts=r.message_ts,
             )
@@ -191,7 +197,7 @@ class ApiRoutes:
         wait_text = request.query.get("wait")
         if wait_text is None:
             found, _ = await self.api.get(key, request_id)
-            return web.json_response(state_json(found))
+            return web.json_response(state_json(found, self.signer))
         try:
             wait = float(wait_text)
         except ValueError:
@@ -199,7 +205,7 @@ class ApiRoutes:
         if not 0 <= wait <= MAX_WAIT:
             raise ApiRefusal("invalid", f"wait: must be between 0 and {MAX_WAIT} seconds")
         found, _ = await self.api.wait(key, request_id, wait)
-        return web.json_response(state_json(found))
+        return web.json_response(state_json(found, self.signer))
 
     async def cancel(self, request: web.Request, key: ApiKey) -> web.Response:
         request_id = _request_id(request)
@@ -210,7 +216,13 @@ class ApiRoutes:
             raise ApiRefusal("invalid", _validation_message(exc)) from None
         detail = body.reason or "Cancelled by the caller."
         found, _ = await self.api.cancel(key, request_id, detail)
-        return web.json_response(state_json(found))
+        return web.json_response(state_json(found, self.signer))
+
+    async def public_key(self, request: web.Request) -> web.Response:
+        """The public half of SAYSO_SIGNING_KEY, to check receipts with (no key needed)."""
+        if self.signer is None:
+            return error(404, "not_found", "receipts are off: SAYSO_SIGNING_KEY is not set")
+        return web.json_response(self.signer.public_key_body())
 
     async def openapi(self, request: web.Request) -> web.Response:
         return web.json_response(openapi_document())

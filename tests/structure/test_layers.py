@@ -18,6 +18,7 @@ NAMES = ("agent", "store", "service", "front", "cli/composition")
 LAYERS: dict[str, int] = {
     "bot": AGENT,  # the public API: re-exports of the runtime
     "bot.agent": AGENT,
+    "bot.receipts": AGENT,  # signing and checking receipts: the standard library, cryptography
     "store": STORE,
     "bot.service": SERVICE,
     "bot.config": FRONT,
@@ -35,6 +36,8 @@ LAYERS: dict[str, int] = {
     "bot.ops.audit": SERVICE,
     "bot.ops.audit_webhook": SERVICE,
     "bot.ops.logs": FRONT,
+    "bot.proxy": FRONT,  # `sayso proxy`: talks to sayso through /v1 only (bot.client)
+    "bot.hooks": FRONT,  # `sayso hook claude-code`: likewise
     "bot.sandbox.demo": TOP,
     "bot.cli": TOP,
     "bot.compose": TOP,
