@@ -103,8 +103,8 @@ def state_json(
 def configured_signer() -> ReceiptSigner | None:
     """The deployment's receipt signer (SAYSO_SIGNING_KEY), read once by each front at start.
 
-    Until the composition root hands the settings to the API front (bot/slack/app.py builds
-    it), the front reads them here, through bot.config."""
+    Until the composition root (bot/compose.py) passes the signer to the API front and the
+    worker's webhook sender, they read the settings here, through bot.config."""
     from bot.config import ConfigError, load_settings
 
     try:
