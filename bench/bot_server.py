@@ -260,6 +260,9 @@ async def main(args: argparse.Namespace) -> None:
         sayso_rate_limit="off",  # one requester starts hundreds of runs on purpose
         sayso_worker_concurrency=args.concurrency,
         sayso_shutdown_grace=args.shutdown_grace,
+        # the approval API's webhooks go to the load generator on 127.0.0.1 (any port): a
+        # loopback callback is refused unless named here (issue 21)
+        sayso_callback_hosts="127.0.0.1",
     )
     setup_logging(settings.sayso_log_level)
     agents = AgentRegistry(make_agents(args.model_url, args.udp_port))
