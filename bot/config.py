@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.agent.util import parse_duration
+
+if TYPE_CHECKING:
+    from bot.receipts import ReceiptSigner
 
 __all__ = ["ConfigError", "Settings", "load_settings", "parse_duration", "require"]
 
@@ -154,6 +157,27 @@ class Settings(BaseSettings):
     # issue 12, approval policies: a YAML policy file overriding the code's settings
     sayso_policy: str | None = None
 
+    # issue 24, signed receipts: the Ed25519 key that signs every decision's receipt
+    # (`sayso keys signing-key` makes one), and how long an approval's receipt lets a call run
+    sayso_signing_key: SecretStr | None = None
+    sayso_receipt_ttl: timedelta = timedelta(hours=1)
+
+    @field_validator("sayso_signing_key")
+    @classmethod
+    def _signing_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and value.get_secret_value().strip():
+            from bot.receipts import ReceiptSigner
+
+            ReceiptSigner.from_text(value.get_secret_value())  # ValueError says how to fix it
+        return value
+
+    def receipt_signer(self) -> ReceiptSigner | None:
+        """The signer of receipts, when SAYSO_SIGNING_KEY is set."""
+        from bot.receipts import ReceiptSigner
+
+        text = (self.secret("sayso_signing_key") or "").strip()
+        return ReceiptSigner.from_text(text, self.sayso_receipt_ttl) if text else None
+
     @field_validator("sayso_approvers", "sayso_admins", mode="before")
     @classmethod
     def _split_approvers(cls, value: object) -> tuple[str, ...]:
@@ -174,7 +198,7 @@ class Settings(BaseSettings):
             )
         return ids
 
-    @field_validator("sayso_approval_ttl", "sayso_retention", mode="before")
+    @field_validator("sayso_approval_ttl", "sayso_retention", "sayso_receipt_ttl", mode="before")
     @classmethod
     def _duration(cls, value: object) -> timedelta:
         return parse_duration(value)

@@ -205,6 +205,12 @@ api_keys = sa.Table(
     sa.Column("channels", sa.JSON(none_as_null=True)),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("revoked_at", UTCDateTime),
+    # the key's own policy (issue 21, finding 7); NULL: the defaults
+    sa.Column("approvers", sa.JSON(none_as_null=True)),
+    sa.Column("min_approvals", sa.Integer),
+    sa.Column("allow_self_approval", sa.Boolean),
+    sa.Column("expires_in", sa.Integer),
+    sa.Column("per_minute", sa.Integer),
 )
 
 api_requests = sa.Table(
@@ -218,8 +224,9 @@ api_requests = sa.Table(
     ),
     sa.Column("key_name", sa.String(100), nullable=False),
     sa.Column("idempotency_key", sa.String(200)),
-    sa.Column("callback_url", sa.Text),
+    sa.Column("callback_url", EncryptedText),  # may carry a token
     sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("body_hash", sa.String(64)),  # sha256 of the request, for its idempotency key
     sa.UniqueConstraint("key_name", "idempotency_key", name="uq_api_requests_idempotency"),
 )
 
@@ -228,7 +235,7 @@ webhook_deliveries = sa.Table(
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),
     sa.Column("request_id", sa.String(64), nullable=False, unique=True),
-    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("url", EncryptedText, nullable=False),  # may carry a token
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False),
     sa.Column("next_attempt_at", UTCDateTime, nullable=False),
