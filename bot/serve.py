@@ -80,12 +80,12 @@ async def http_front(
     listening on host:port."""
     from aiohttp import web
 
-    from bot.ops import metrics
+    from bot.ops import metrics_http
 
     webapp = bot.web_app(slack_events=slack_events)
-    webapp.middlewares.append(metrics.ack_middleware)
+    webapp.middlewares.append(metrics_http.ack_middleware)
     webapp.router.add_get("/readyz", readyz(bot))
-    metrics.add_routes(webapp)
+    metrics_http.add_routes(webapp)
     runner = web.AppRunner(webapp, access_log=None)
     await runner.setup()
     try:
@@ -117,11 +117,11 @@ def readyz(bot: Bot) -> Callable[[web.Request], Awaitable[web.Response]]:
 def observe(bot: Bot) -> None:
     """Metrics for this process (decisions, model requests, Slack errors, pending requests)
     and, with `sayso[otel]` and an OTLP endpoint, traces."""
-    from bot.ops import metrics, tracing
+    from bot.ops import metrics, metrics_http, tracing
 
     metrics.install()
     metrics.watch_store(bot.store.db, replace=True)
-    metrics.count_slack_errors(bot.client)
+    metrics_http.count_slack_errors(bot.client)
     if tracing.setup(bot.settings):  # `sayso[otel]` and an OTLP endpoint
         tracing.trace_slack_calls(bot.client)
 
@@ -208,7 +208,7 @@ async def serve_worker(
 ) -> None:
     """`sayso worker`: claim and drive runs until a signal, then stop gracefully. With
     `metrics_port`, GET /metrics answers on that port meanwhile."""
-    from bot.ops import metrics
+    from bot.ops import metrics, metrics_http
     from bot.ops.audit_webhook import AuditTasks
     from bot.worker import Worker, run_worker
     from store.store import default_replica_id
@@ -221,7 +221,7 @@ async def serve_worker(
                 )
 
     metrics.install()
-    runner = await metrics.serve_metrics(metrics_host, metrics_port) if metrics_port else None
+    runner = await metrics_http.serve_metrics(metrics_host, metrics_port) if metrics_port else None
     audit_tasks = AuditTasks(settings, owner=settings.sayso_replica_id or default_replica_id())
     await audit_tasks.start()
     try:

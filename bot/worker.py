@@ -177,14 +177,14 @@ async def run_worker(
 def _observe(worker: Worker, client: Any, settings: Settings) -> None:
     """`sayso_runs_in_flight` is this worker's; its Slack errors and decisions are counted
     (and traced, with `sayso[otel]` and an OTLP endpoint)."""
-    from bot.ops import metrics, tracing
+    from bot.ops import metrics, metrics_http, tracing
 
     if tracing.setup(settings):
         tracing.trace_slack_calls(client)
     metrics.install()
     metrics.runs_in_flight.set_function(lambda: worker.runs_in_flight)
     metrics.watch_store(worker.service.store.db)
-    metrics.count_slack_errors(client)
+    metrics_http.count_slack_errors(client)
 
 
 class EmbeddedWorker:

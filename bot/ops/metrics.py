@@ -15,23 +15,15 @@ runs in flight from the worker, webhook deliveries from the audit trail and the 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qs
 
 import sqlalchemy as sa
-from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
-from slack_sdk.http_retry.async_handler import AsyncRetryHandler
-from slack_sdk.http_retry.request import HttpRequest
-from slack_sdk.http_retry.response import HttpResponse
-from slack_sdk.http_retry.state import RetryState
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.db import Database
@@ -96,6 +88,12 @@ lease_takeovers_total = Counter(
     "Runs taken over after another replica's lease lapsed",
     registry=REGISTRY,
 )
+slack_ratelimited_total = Counter(
+    "sayso_slack_ratelimited_total",
+    "Slack calls answered 429 (rate limited), by method",
+    ["method"],
+    registry=REGISTRY,
+)
 webhook_deliveries_total = Counter(
     "sayso_webhook_deliveries_total",
     "Webhook delivery attempts (approval API and audit SIEM), by outcome",
@@ -134,6 +132,10 @@ def model_request(
         model_tokens_total.labels(model=model, kind="output").inc(output_tokens)
 
 
+def slack_ratelimited(method: str) -> None:
+    slack_ratelimited_total.labels(method=method).inc()
+
+
 def lease_takeover() -> None:
     lease_takeovers_total.inc()
 
@@ -157,6 +159,7 @@ class PendingRequests(Collector):
     def __init__(self) -> None:
         self.db: Database | None = None
         self._rows: list[tuple[str, str, int]] = []
+        self._queues: tuple[int, float, int] = (0, 0.0, 0)
         self._at = 0.0
 
     async def refresh(self, force: bool = False) -> None:
@@ -176,16 +179,53 @@ class PendingRequests(Collector):
             log.warning("event=metrics_pending_failed error=%s", type(exc).__name__)
             return
         self._rows = [(str(a), str(t), int(n)) for a, t, n in rows]
+        self._queues = await self._durable_slack()
         self._at = time.monotonic()
 
+    async def _durable_slack(self) -> tuple[int, float, int]:
+        """The Slack outbox's depth and oldest wait, the intake's depth (issue 22)."""
+        from store.intake import Intake
+        from store.outbox import Outbox
+
+        assert self.db is not None
+        try:
+            outbox, intake = Outbox(self.db), Intake(self.db)
+            return (
+                await outbox.pending_count(),
+                await outbox.oldest_pending_age(),
+                await intake.pending_count(),
+            )
+        except Exception as exc:
+            log.warning("event=metrics_queues_failed error=%s", type(exc).__name__)
+            return self._queues
+
     def describe(self) -> list[Metric]:
-        return [self._family()]
+        return [self._family(), *self._queue_families()]
 
     def collect(self) -> list[Metric]:
         family = self._family()
         for agent, tool, count in self._rows:
             family.add_metric([agent, tool], count)
-        return [family]
+        outbox, oldest, intake = self._queue_families()
+        outbox.add_metric([], self._queues[0])
+        oldest.add_metric([], self._queues[1])
+        intake.add_metric([], self._queues[2])
+        return [family, outbox, oldest, intake]
+
+    @staticmethod
+    def _queue_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily, GaugeMetricFamily]:
+        return (
+            GaugeMetricFamily(
+                "sayso_slack_outbox_pending", "Slack messages waiting to be sent (all replicas)"
+            ),
+            GaugeMetricFamily(
+                "sayso_slack_outbox_oldest_seconds",
+                "How long the oldest Slack message waiting to be sent has waited",
+            ),
+            GaugeMetricFamily(
+                "sayso_intake_pending", "Slack interactions recorded and not yet processed"
+            ),
+        )
 
     @staticmethod
     def _family() -> GaugeMetricFamily:
@@ -256,6 +296,11 @@ def _on_model_request(model: str, seconds: float, outcome: str, usage: Any) -> N
     )
 
 
+def render() -> bytes:
+    """The registry in Prometheus text format."""
+    return generate_latest(REGISTRY)
+
+
 def install() -> None:
     """Count decisions, deliveries and model requests in this process (idempotent)."""
     from bot.agent.models import provider
@@ -265,119 +310,3 @@ def install() -> None:
         audit.AUDIT_OBSERVERS.append(_on_audit)
     if _on_model_request not in provider.REQUEST_OBSERVERS:
         provider.REQUEST_OBSERVERS.append(_on_model_request)
-
-
-# -- HTTP: GET /metrics, the ack timer, the standalone server ---------------------------------
-
-
-def render() -> bytes:
-    return generate_latest(REGISTRY)
-
-
-async def metrics_handler(request: web.Request) -> web.Response:
-    await pending.refresh()
-    response = web.Response(body=render())
-    response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
-    response.charset = "utf-8"
-    return response
-
-
-def request_type(body: bytes, content_type: str) -> str:
-    """command, block_actions, view_submission, event_callback, ...: a bounded label."""
-    if content_type.startswith("application/json"):
-        try:
-            kind = json.loads(body).get("type")
-        except (ValueError, AttributeError):
-            return "malformed"
-        return kind if kind in _KNOWN else "other"
-    form = parse_qs(body.decode("utf-8", "replace"))
-    if "command" in form:
-        return "command"
-    if "payload" in form:
-        try:
-            kind = json.loads(form["payload"][0]).get("type")
-        except (ValueError, AttributeError):
-            return "malformed"
-        return kind if kind in _KNOWN else "other"
-    return "other"
-
-
-_KNOWN = frozenset(
-    {
-        "block_actions",
-        "view_submission",
-        "view_closed",
-        "shortcut",
-        "message_action",
-        "block_suggestion",
-        "event_callback",
-        "url_verification",
-    }
-)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@web.middleware
-async def ack_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Time each `POST /slack/events` answer (the ack Slack waits for), by request type."""
-    if request.method != "POST" or request.path != "/slack/events":
-        return await handler(request)
-    from bot.ops import tracing
-
-    started = time.perf_counter()
-    body = await request.read()  # cached: the handler reads it again for free
-    kind = request_type(body, request.content_type or "")
-    try:
-        async with tracing.span(f"slack.ack {kind}", kind="SERVER", request_type=kind):
-            return await handler(request)
-    finally:
-        ack(kind, time.perf_counter() - started)
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/metrics", metrics_handler)
-
-
-async def serve_metrics(host: str, port: int) -> web.AppRunner:
-    """`sayso worker --metrics-port`: GET /metrics on its own port (stop with `.cleanup()`)."""
-    app = web.Application()
-    add_routes(app)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, host, port).start()
-    return runner
-
-
-# -- Slack Web API errors: counted from the client's responses --------------------------------
-
-
-class _SlackErrorCounter(AsyncRetryHandler):
-    """A retry handler that never retries: it counts each `ok: false` answer (and each failed
-    connection) by method and error, for every call of the client it is put on."""
-
-    async def _can_retry_async(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> bool:
-        method = request.url.rstrip("/").rsplit("/", 1)[-1].split("?")[0]
-        if error is not None:
-            slack_api_error(method, type(error).__name__)
-        elif response is not None:
-            body = response.body if isinstance(response.body, dict) else {}
-            if response.status_code == 429:
-                slack_api_error(method, "ratelimited")
-            elif body.get("ok") is False:
-                slack_api_error(method, str(body.get("error") or "unknown"))
-        return False
-
-
-def count_slack_errors(client: Any) -> None:
-    """Count the Slack API errors of this client (an AsyncWebClient; idempotent)."""
-    handlers = client.retry_handlers
-    if not any(isinstance(h, _SlackErrorCounter) for h in handlers):
-        handlers.insert(0, _SlackErrorCounter())

@@ -456,6 +456,9 @@ class OutboxDispatcher:
             outcome = classify(exc, method)
             if outcome.kind == "ratelimited":
                 self.stats.ratelimited[method] += 1
+                from bot.ops import metrics  # sayso_slack_ratelimited_total
+
+                metrics.slack_ratelimited(method)
                 self.pacer.retry_after(row.team_id or "", method, row.channel, outcome.retry_after)
             raise outcome from exc
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.agent import Agent
 from bot.front import Bot
-from bot.ops import metrics
+from bot.ops import metrics, metrics_http
 from bot.serve import http_front, observe
 from tests.e2e.flows import open_modal, start_deploy
 from tests.e2e.harness import Harness, running_harness
@@ -158,7 +158,7 @@ async def test_a_worker_serves_metrics_on_its_own_port() -> None:
     from bot.serve import free_port
 
     port = free_port()
-    runner = await metrics.serve_metrics("127.0.0.1", port)
+    runner = await metrics_http.serve_metrics("127.0.0.1", port)
     try:
         async with httpx.AsyncClient() as client:
             response = await client.get(f"http://127.0.0.1:{port}/metrics")

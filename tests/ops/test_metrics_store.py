@@ -49,3 +49,20 @@ async def test_decisions_expiries_and_pending_are_counted(store: Store) -> None:
     assert value("sayso_time_to_decision_seconds_count") == observed + 3
     await metrics.pending.refresh()
     assert value("sayso_requests_pending", agent="ops", tool="deploy") == 0
+
+
+async def test_the_slack_queues_are_read_at_scrape_time(store: Store) -> None:
+    from store.intake import Intake
+    from store.outbox import Outbox
+
+    metrics.watch_store(store.db)
+    await metrics.pending.refresh()
+    assert value("sayso_slack_outbox_pending") == 0 and value("sayso_intake_pending") == 0
+    outbox = Outbox(store.db)
+    await outbox.put("msg:1", channel="C1", text="hello")
+    await outbox.put("msg:2", channel="C1", text="again")
+    await Intake(store.db).record("click:1", "block_actions", {"user": "U1"})
+    await metrics.pending.refresh()
+    assert value("sayso_slack_outbox_pending") == 2
+    assert value("sayso_slack_outbox_oldest_seconds") >= 0
+    assert value("sayso_intake_pending") == 1

@@ -67,4 +67,8 @@ def test_the_registry_holds_exactly_the_issue_names_with_their_types() -> None:
         "sayso_model_tokens": "counter",
         "sayso_lease_takeovers": "counter",
         "sayso_webhook_deliveries": "counter",
+        "sayso_slack_outbox_pending": "gauge",
+        "sayso_slack_outbox_oldest_seconds": "gauge",
+        "sayso_slack_ratelimited": "counter",
+        "sayso_intake_pending": "gauge",
     }
