@@ -9,10 +9,14 @@ schema at head and does nothing.
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
+from alembic.script.revision import ResolutionError
+from alembic.util import CommandError
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
@@ -24,6 +28,8 @@ VERSION_TABLE = "sayso_alembic_version"
 # An arbitrary constant naming sayso's schema upgrade among PostgreSQL advisory locks.
 ADVISORY_LOCK_KEY = 0x5A7_5050_0001
 
+log = logging.getLogger("sayso.store")
+
 
 def alembic_config(connection: Connection | None = None) -> Config:
     cfg = Config()
@@ -34,7 +40,28 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def _upgrade(connection: Connection, revision: str) -> None:
-    command.upgrade(alembic_config(connection), revision)
+    cfg = alembic_config(connection)
+    newer = _newer_than_this_release(connection, cfg)
+    if newer is not None:
+        # A rolling upgrade: a newer release migrated the schema (migrations are additive
+        # first), and this older one still runs against it. Nothing to do, nothing to refuse.
+        log.warning("event=schema_newer_than_release revision=%s: not upgrading", newer)
+        return
+    command.upgrade(cfg, revision)
+
+
+def _newer_than_this_release(connection: Connection, cfg: Config) -> str | None:
+    """The database's revision when this release's migrations do not know it, else None."""
+    if not connection.dialect.has_table(connection, VERSION_TABLE):
+        return None
+    current = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+    if current is None:
+        return None
+    try:
+        ScriptDirectory.from_config(cfg).get_revision(str(current))
+    except (ResolutionError, CommandError):
+        return str(current)
+    return None
 
 
 async def upgrade(db: Database, revision: str = "head") -> None:
