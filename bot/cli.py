@@ -76,7 +76,9 @@ async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> None:
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> None:
     from bot.sandbox.demo import run_demo
 
-    await run_demo(settings, port=args.port, agents_spec=args.agents)
+    await run_demo(
+        settings, port=args.port, agents_spec=args.agents, slack_limits=args.slack_limits
+    )
 
 
 async def cmd_db(args: argparse.Namespace, settings: Settings) -> None:
@@ -164,6 +166,11 @@ def parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="try sayso in a local Slack sandbox in your browser")
     demo.add_argument("--port", type=int, default=3000)
     demo.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
+    demo.add_argument(
+        "--slack-limits",
+        action="store_true",
+        help="the sandbox enforces Slack's rate limits (Tier 2/3/4, 1 message/s per channel)",
+    )
     db = sub.add_parser("db", help="database schema and encryption keys")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply pending migrations")

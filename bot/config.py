@@ -18,7 +18,6 @@ _PRINCIPAL = re.compile(r"^[UWS][A-Z0-9_]+$")
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour)\s*$", re.IGNORECASE)
-RATE_WINDOWS = {"second": 1, "minute": 60, "hour": 3600}
 
 
 def parse_rate_limit(value: object) -> tuple[int, str] | None:

@@ -7,9 +7,9 @@ import json
 import sys
 
 from bot.config import Settings
-from bot.service.policies import Policies
-from bot.service.policy_file import PolicyError, load_policy
-from bot.service.policy_report import explain, rows, table
+from bot.service.policy.effective import Policies
+from bot.service.policy.file import PolicyError, load_policy
+from bot.service.policy.report import explain, rows, table
 
 
 def _policies(args: argparse.Namespace, settings: Settings) -> tuple[Policies, object]:

@@ -22,11 +22,12 @@ async def cancel_from_cli(store: Store, settings: Settings, run_id: str) -> int:
     if settings.slack_bot_token is None:
         print("SLACK_BOT_TOKEN is not set: its cards in Slack keep their buttons until clicked")
         return 0
+    from bot.compose import web_client
     from bot.serve import load_agents
-    from bot.service.cancel import show_cancelled
-    from bot.slack.app import web_client
+    from bot.service.control import show_cancelled
+    from bot.service.presenting import SafePresenter
     from bot.slack.presenter import SlackPresenter
 
     presenter = SlackPresenter(web_client(settings), load_agents(settings.sayso_agents))
-    await show_cancelled(presenter, done, OPERATOR)
+    await show_cancelled(SafePresenter(presenter), done, OPERATOR)
     return 0

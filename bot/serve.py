@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Literal
 from bot.config import ConfigError, Settings
 
 if TYPE_CHECKING:
+    from bot.front import Bot
     from bot.service.registry import AgentRegistry
-    from bot.slack.app import Bot
 
 log = logging.getLogger("sayso")
 
@@ -27,10 +27,10 @@ Mode = Literal["socket", "http"]
 
 def load_agents(spec: str) -> AgentRegistry:
     """The agents named by `SAYSO_AGENTS` / `--agents` (`module:attribute`)."""
-    from bot.service.registry import AgentRegistry
+    from bot.loading import load_registry
 
     try:
-        return AgentRegistry.load(spec)
+        return load_registry(spec)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"SAYSO_AGENTS / --agents {spec!r}: {exc}") from None
 
@@ -113,7 +113,7 @@ async def serve(
     """`sayso run`: a front (HTTP or Socket Mode) on this event loop and, unless `worker` is
     False (`--no-worker`), a worker on its own thread and event loop. On a signal the front
     stops accepting and drains in-flight acks, then the worker stops gracefully."""
-    from bot.slack.app import build_bot
+    from bot.compose import build_bot
     from bot.worker import EmbeddedWorker
 
     bot = build_bot(settings, agents)

@@ -25,12 +25,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bot.config import Settings
+from bot.service.events import PolicyReloaded
 
 if TYPE_CHECKING:
+    from bot.front import Bot
     from bot.service import Service
     from bot.service.notifier import RequestNotifier
     from bot.service.registry import AgentRegistry
-    from bot.slack.app import Bot
     from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.worker")
@@ -74,9 +75,9 @@ class Worker:
                 loop.call_soon_threadsafe(self._wakeup.set)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Claim and drive runs until `stop` is set; then stop gracefully (`Runner.drain`)."""
+        """Claim and drive runs until `stop` is set; then stop gracefully (`RunDriver.drain`)."""
         self._loop = asyncio.get_running_loop()
-        listener = self.service.store.ready_listener(self.wake)
+        listener = self.service.ready_listener(self.wake)
         listener.start()
         self.service.start_sweeper(self.sweep_interval)
         stopped = asyncio.create_task(stop.wait())
@@ -101,7 +102,7 @@ class Worker:
             log.info("event=worker_stopping in_flight=%d grace=%.1f", len(self._mine), self.grace)
             await listener.close()
             await self.service.stop_sweeper()
-            await self.service.runner.drain(self.grace)
+            await self.service.drain(self.grace)
             await self.service.close()
             log.info("event=worker_stopped")
 
@@ -113,12 +114,11 @@ class Worker:
             if self._full:
                 return
             batch = min(free, CLAIM_BATCH)
-            leases = await self.service.store.claim_ready(batch)
-            for lease in leases:
-                task = self.service.runner.drive_claimed(lease)
+            tasks = await self.service.claim_ready(batch)
+            for task in tasks:
                 self._mine.add(task)
                 task.add_done_callback(self._finished)
-            if len(leases) < batch:
+            if len(tasks) < batch:
                 return
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
@@ -139,7 +139,7 @@ async def run_worker(
     """A worker with its own Store and Slack client, on the running event loop, until `stop`."""
     from bot.agent.scrub import install_log_scrubbing
     from bot.api.webhooks import WebhookSender
-    from bot.slack.app import build_service, build_store, web_client
+    from bot.compose import build_service, build_store, web_client
 
     install_log_scrubbing()  # `sayso worker` never builds a bot: its logs are scrubbed too
     client = web_client(settings)
@@ -196,14 +196,14 @@ class EmbeddedWorker:
         the front wake when this worker settles their request (an expiry, found by its sweep;
         SQLite has no NOTIFY to tell them)."""
         bot.hand_runs_to_workers(self.wake)
-        bot.policy_reloaders.append(self.reload_policy)
+        bot.service.subscribe(PolicyReloaded, lambda _: self.reload_policy())
         self._front_notifier = bot.service.api.notifier
 
     @property
     def busy(self) -> bool:
         """Is a run being driven (or claimed) here now? (For tests waiting for quiet.)"""
         worker = self._worker
-        return worker is not None and bool(worker.runs_in_flight or worker.service.runner.busy)
+        return worker is not None and bool(worker.runs_in_flight or worker.service.busy)
 
     @property
     def service(self) -> Service | None:
@@ -256,7 +256,7 @@ class EmbeddedWorker:
         self._stop = asyncio.Event()
 
         def started(worker: Worker) -> None:
-            worker.service.api.settled_hooks.append(self._settled)
+            worker.service.api.subscribe_settled(self._settled)
             self._worker = worker
             self._started.set()
 

@@ -10,7 +10,7 @@ from store.db import DEFAULT_URL
 from store.records import (
     ApprovalRequestRecord,
     AuditEvent,
-    DecisionOutcome,
+    DecisionResult,
     GrantRecord,
     Lease,
     LeaseLostError,
@@ -25,7 +25,7 @@ __all__ = [
     "DEFAULT_URL",
     "ApprovalRequestRecord",
     "AuditEvent",
-    "DecisionOutcome",
+    "DecisionResult",
     "EncryptionKeyError",
     "GrantRecord",
     "Lease",

@@ -87,6 +87,7 @@ class StoreStateAccessor:
         return await run_ops.load_result(self.db, run_id)
 
     async def save(self, result: RunResult) -> None:
+        # Longer than 60 lines because a save is one transaction: state, requests, fence.
         run = result.run
         lease = self.lease
         if run.id != lease.run_id:

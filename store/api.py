@@ -185,6 +185,7 @@ async def _earlier(db: Database, new: NewApiRequest, digest: str) -> str | None:
 
 
 async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
+    # Longer than 60 lines because creating a request is one transaction (idempotent).
     """Store the run and its one pending request; (request id, created). With an idempotency
     key already used by this key for the same request, the earlier request's id and False;
     for another request, IdempotencyConflict."""

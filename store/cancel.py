@@ -23,7 +23,7 @@ from store.schema import runs
 
 
 @dataclass(frozen=True)
-class CancelOutcome:
+class CancelResult:
     """`cancelled`: this call ended the run. Else `run` shows how it already ended (None: no
     such run). `requests`: the pending requests this call closed."""
 
@@ -42,15 +42,15 @@ def _cancelled_state(state: str | None) -> str | None:
     return result.model_dump_json()
 
 
-async def cancel_run(db: Database, run_id: str, *, actor: str, detail: str) -> CancelOutcome:
+async def cancel_run(db: Database, run_id: str, *, actor: str, detail: str) -> CancelResult:
     now = utcnow()
     async with db.write() as conn:
         row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).first()
         if row is None:
-            return CancelOutcome(False, None)
+            return CancelResult(False, None)
         run = run_record(row)
         if run.status in ENDED_RUN_STATUSES:
-            return CancelOutcome(False, run)
+            return CancelResult(False, run)
         written = await conn.execute(
             runs.update()
             .where(runs.c.id == run_id, runs.c.version == run.version)
@@ -66,7 +66,7 @@ async def cancel_run(db: Database, run_id: str, *, actor: str, detail: str) -> C
             )
         )
         if written.rowcount != 1:  # a save got in first (never on SQLite: writes are serial)
-            return CancelOutcome(False, run)
+            return CancelResult(False, run)
         pending = [req.c.run_id == run_id, req.c.status == "pending"]
         ids = list((await conn.scalars(sa.select(req.c.id).where(*pending))).all())
         if ids:
@@ -80,4 +80,4 @@ async def cancel_run(db: Database, run_id: str, *, actor: str, detail: str) -> C
         )
         closed = await fetch(conn, sa.select(req).where(req.c.id.in_(ids))) if ids else []
         updated = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).first()
-    return CancelOutcome(True, run_record(updated) if updated else run, closed)
+    return CancelResult(True, run_record(updated) if updated else run, closed)

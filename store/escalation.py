@@ -10,7 +10,7 @@ from bot.agent.util import utcnow
 from store.audit import add_audit
 from store.db import Database, insert_ignore
 from store.records import ApprovalRequestRecord
-from store.requests import _claim_due, fetch
+from store.requests import claim_due, fetch
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
 
@@ -25,7 +25,7 @@ async def escalate_due(
     unescalated = [req.c.status == "pending", req.c.escalated_at.is_(None)]
     due = [*unescalated, req.c.escalate_at <= now, req.c.expires_at > now]
     async with db.write() as conn:
-        done = await _claim_due(
+        done = await claim_due(
             conn, due, req.c.escalate_at, limit, unescalated, {"escalated_at": now}
         )
         if not done:

@@ -17,11 +17,12 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.util import utcnow
-from bot.agent.vocabulary import RequestOutcome
+from bot.agent.vocabulary import DecidedStatus
 from store.audit import add_audit
 from store.db import Database, insert_ignore
-from store.records import ANYONE, ApprovalRequestRecord, DecisionOutcome, RequestPolicy, args_hash
-from store.requests import _one, decide, pause_ready
+from store.decisions import decide
+from store.records import ANYONE, ApprovalRequestRecord, DecisionResult, RequestPolicy, args_hash
+from store.requests import _one, pause_ready
 from store.schema import approval_requests as req
 from store.schema import request_approvals as rv
 from store.schema import request_approvers as ra
@@ -36,7 +37,7 @@ class ApprovalCount:
     approval; a lost or expired attempt when the request was no longer pending)."""
 
     counted: bool
-    decision: DecisionOutcome
+    decision: DecisionResult
 
     @property
     def request(self) -> ApprovalRequestRecord | None:
@@ -104,7 +105,7 @@ async def count_approval(
                 now=now,
             )
     if row is None:
-        status: RequestOutcome = "edited" if edited_arguments is not None else "approved"
+        status: DecidedStatus = "edited" if edited_arguments is not None else "approved"
         outcome = await decide(
             db,
             request_id,
@@ -117,7 +118,7 @@ async def count_approval(
         return ApprovalCount(counted=False, decision=outcome)
     assert request is not None
     ready = won and await pause_ready(db, request.run_id, request.pause_seq)
-    return ApprovalCount(counted, DecisionOutcome(won=won, request=request, run_ready=ready))
+    return ApprovalCount(counted, DecisionResult(won=won, request=request, run_ready=ready))
 
 
 def _edited(row: Any, edited_arguments: dict[str, Any] | None) -> bool:

@@ -188,7 +188,7 @@ class GrantRecord:
 
 
 @dataclass(frozen=True)
-class DecisionOutcome:
+class DecisionResult:
     """The result of one attempt to decide a request.
 
     `won`: this attempt's decision was recorded. Otherwise `request` shows who decided and how

@@ -244,3 +244,65 @@ webhook_deliveries = sa.Table(
     sa.Column("delivered_at", UTCDateTime),
     sa.Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
 )
+
+# -- durable Slack: the intake and the outbox (issue 22; store/intake.py, store/outbox.py) ------
+
+slack_intake = sa.Table(
+    "slack_intake",
+    metadata,
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("payload", EncryptedJSON(), nullable=False),  # may quote a reason or an answer
+    sa.Column("status", sa.String(16), nullable=False),  # pending | done
+    sa.Column("received_at", UTCDateTime, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("claim_owner", sa.String(200)),
+    sa.Column("claim_expires_at", UTCDateTime),
+    sa.Column("done_at", UTCDateTime),
+    sa.Column("result", sa.JSON(none_as_null=True)),
+    sa.Index("ix_slack_intake_due", "status", "claim_expires_at"),
+    sa.Index("ix_slack_intake_received", "received_at"),
+)
+"""What a person did in Slack, inserted before the ack (keyed by Slack's own ids)."""
+
+slack_outbox = sa.Table(
+    "slack_outbox",
+    metadata,
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),  # message | ephemeral | home | stream
+    sa.Column("state", sa.String(16), nullable=False),  # pending | sent | dropped | failed
+    sa.Column("team_id", sa.String(64)),
+    sa.Column("channel", sa.String(64)),
+    sa.Column("thread_ts", sa.String(64)),
+    sa.Column("thread_key", sa.String(255)),  # the thread is this row's message
+    sa.Column("after_key", sa.String(255)),  # posted only once this row's message is
+    sa.Column("user_id", sa.String(64)),
+    sa.Column("payload", EncryptedJSON(), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("sent_version", sa.Integer, nullable=False),
+    sa.Column("ts", sa.String(64)),
+    sa.Column("progress", sa.Integer, nullable=False),  # streams: characters appended
+    sa.Column("unsure", sa.Boolean, nullable=False),  # a post may have reached Slack
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Column("pending_since", UTCDateTime, nullable=False),
+    sa.Column("claim_token", sa.String(64)),
+    sa.Column("claim_expires_at", UTCDateTime),
+    sa.Column("last_error", sa.Text),
+    sa.Index("ix_slack_outbox_due", "state", "next_attempt_at"),
+    sa.Index("ix_slack_outbox_pending", "state", "pending_since"),
+)
+"""One row per logical Slack message (or App Home, ephemeral, stream): its latest state."""
+
+slack_senders = sa.Table(
+    "slack_senders",
+    metadata,
+    sa.Column("scope", sa.String(64), primary_key=True),  # a workspace, or "*" for all
+    sa.Column("owner", sa.String(200), nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+)
+"""Which dispatcher sends to Slack now (a lease): Slack's limits are per workspace, so one
+sender paces them exactly; any replica takes over when the lease lapses."""

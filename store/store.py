@@ -12,24 +12,26 @@ from typing import Any, Unpack
 from bot.agent.state import RunResult
 from store import audit as audit_ops
 from store import crypto, escalation, grants, migrate, quorum, wakeups
+from store import decisions as decision_ops
+from store import inbox as inbox_ops
 from store import requests as request_ops
 from store import runs as run_ops
 from store.accessor import PolicyFn, StoreStateAccessor
 from store.audit import AuditEntry
-from store.cancel import CancelOutcome, cancel_run
+from store.cancel import CancelResult, cancel_run
 from store.db import DEFAULT_URL, Database
+from store.decisions import DecisionInput, LeaseClaim
 from store.quorum import ApprovalCount
 from store.records import (
     ApprovalRequestRecord,
     AuditEvent,
-    DecisionOutcome,
+    DecisionResult,
     GrantRecord,
     Lease,
     RequestPolicy,
     RunRecord,
 )
 from store.rekey import reencrypt
-from store.requests import DecisionInput, LeaseClaim
 from store.runs import NewRun
 from store.starts import StartLimit, starts_since
 
@@ -95,7 +97,7 @@ class Store:
         """When `person` started or retried runs since `since`, oldest first."""
         return await starts_since(self.db, person, since)
 
-    async def cancel_run(self, run_id: str, *, actor: str, detail: str = "") -> CancelOutcome:
+    async def cancel_run(self, run_id: str, *, actor: str, detail: str = "") -> CancelResult:
         """End the run as cancelled, close its pending requests, audit it (one transaction).
         Whoever drives the run is fenced: its next save is refused."""
         return await cancel_run(self.db, run_id, actor=actor, detail=detail)
@@ -199,12 +201,12 @@ class Store:
         now: datetime | None = None,
         claim: bool = False,
         **attempt: Unpack[DecisionInput],
-    ) -> DecisionOutcome:
+    ) -> DecisionResult:
         """Decide a pending request exactly once: the first attempt before its deadline wins;
         every attempt is audited. With `claim`, a decision that makes the run ready also
         takes the run's lease for this replica in the same transaction (`.lease`)."""
         lease_claim = LeaseClaim(self.replica_id, self.lease_seconds) if claim else None
-        return await request_ops.decide(self.db, request_id, now=now, claim=lease_claim, **attempt)
+        return await decision_ops.decide(self.db, request_id, now=now, claim=lease_claim, **attempt)
 
     async def count_approval(
         self,
@@ -289,7 +291,7 @@ class Store:
     async def expire_due(
         self, now: datetime | None = None, limit: int = 100
     ) -> list[ApprovalRequestRecord]:
-        return await request_ops.expire_due(self.db, now, limit)
+        return await decision_ops.expire_due(self.db, now, limit)
 
     async def pending_for(
         self,
@@ -305,7 +307,7 @@ class Store:
         """A page of what `user_id` may decide, newest first, and the total counted up to
         `count_limit` (a total equal to it means "at least that many"). Requests open to
         anyone come only from `anyone_channels` when it is given."""
-        return await request_ops.pending_for(
+        return await inbox_ops.pending_for(
             self.db,
             user_id,
             group_ids,
@@ -320,7 +322,7 @@ class Store:
         self, now: datetime | None = None, limit: int = 500
     ) -> list[str]:
         """Channels with pending requests that any full member (of the channel) may decide."""
-        return await request_ops.open_request_channels(self.db, now, limit)
+        return await inbox_ops.open_request_channels(self.db, now, limit)
 
     # -- audit, dedup, retention ---------------------------------------------------------
 

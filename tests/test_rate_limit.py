@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 
 from bot.agent.util import utcnow
+from bot.compose import rate_limit
 from bot.config import ConfigError, load_settings
-from bot.service.limits import RateLimit
-from bot.slack.app import rate_limit
+from bot.service.start_gate import RateLimit
 
 
 @pytest.mark.parametrize(

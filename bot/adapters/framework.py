@@ -1,3 +1,5 @@
+# Longer than 400 lines because the framework agent's exactly-once resume (started calls saved
+# before `resume`, recovery, history) reads best in one place.
 """Agents written with another framework, run by sayso from `/sayso` like its own agents.
 
 A `FrameworkAgent` is a sayso `Agent` whose steps are taken by another framework (LangGraph,
@@ -32,6 +34,7 @@ from bot.agent import Agent, Message, RunEvent, Tool, ToolCall
 from bot.agent.accessor import AgentStateAccessor
 from bot.agent.decisions import AgentToolDecision, AgentToolEdit, AgentToolOutput
 from bot.agent.loop import CallPolicy, EventCallback
+from bot.agent.schema_tool import ApiTool
 from bot.agent.scrub import Failure
 from bot.agent.state import (
     DEFAULT_REJECT_REASON,
@@ -45,15 +48,10 @@ from bot.agent.state import (
 )
 from bot.agent.util import maybe_await, utcnow
 from bot.agent.vocabulary import ALL_APPROVAL_DECISIONS, ApprovalDecision
-from bot.service.api_tool import ApiTool
 
 FRAMEWORK_STATE_KEY = "framework_state"
 """Where a framework run keeps the framework's own state: in its context, saved with the run
 (and encrypted with it when a key is set)."""
-
-INTERRUPTED_NOTE = (
-    "The process driving this run stopped while the call was being carried out: it may have run."
-)
 
 
 @dataclass(frozen=True)

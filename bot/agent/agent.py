@@ -1,3 +1,5 @@
+# Longer than 400 lines because `Agent` is the runtime's public face: run, continue, recover and
+# their argument checks, each documented where a user reads it.
 """`Agent`: an LLM with tools whose runs pause for people and continue from saved data."""
 
 from __future__ import annotations
@@ -260,6 +262,7 @@ class Agent:
         require_approval: CallPolicy | None = None,
         on_event: EventCallback | None = None,
     ) -> RunResult:
+        # Longer than 60 lines because its many keyword arguments are the public API, each checked.
         """Continue a paused run with decisions (recorded ones plus these), or retry a failed one.
 
         Everything is validated before anything changes: on a `ValueError` the given run is

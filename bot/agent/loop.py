@@ -1,3 +1,5 @@
+# Longer than 400 lines because the driver's steps (model turn, tool calls, pause, saves) share
+# its state; split, each piece would pass that state around.
 """The agent loop: model turns, tool calls, pauses for people, and saved progress.
 
 Invariants:

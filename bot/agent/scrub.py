@@ -103,14 +103,6 @@ def scrub_record(record: logging.LogRecord) -> None:
         record.stack_info = scrub(record.stack_info)
 
 
-class ScrubbingFilter(logging.Filter):
-    """A logging filter that scrubs each record (for handlers that see foreign records)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        scrub_record(record)
-        return True
-
-
 _MARK: Final = "_sayso_scrubs"
 
 

@@ -134,6 +134,7 @@ class Tool:
         escalate_to: Sequence[str] = (),
         standing_approval: float | str | timedelta | None = None,
     ) -> None:
+        # Longer than 60 lines because every option of `@tool` is checked here, at definition.
         if kind not in TOOL_KINDS:
             raise ValueError(f"Unknown tool kind {kind!r}: use auto, approval, manual or hitl")
         if require_approval is True and kind == "auto":

@@ -35,15 +35,15 @@ RequestKind = Literal["approval", "manual", "hitl", "review"]
 RequestStatus = Literal[
     "pending", "approved", "edited", "rejected", "answered", "expired", "cancelled"
 ]
-RequestOutcome = Literal["approved", "edited", "rejected", "answered"]
+DecidedStatus = Literal["approved", "edited", "rejected", "answered"]
 """How a decided request ended (a `RequestStatus` other than pending, expired, cancelled)."""
-REQUEST_OUTCOMES: Final[frozenset[RequestOutcome]] = frozenset(get_args(RequestOutcome))
+DECIDED_STATUSES: Final[frozenset[DecidedStatus]] = frozenset(get_args(DecidedStatus))
 
 PersonAction = Literal["approve", "edit", "reject", "answer", "review"]
 """What a person does to a request: the three approval decisions, answering a manual or hitl
 call, or answering a human review."""
 
-OUTCOME_OF: Final[dict[PersonAction, RequestOutcome]] = {
+OUTCOME_OF: Final[dict[PersonAction, DecidedStatus]] = {
     "approve": "approved",
     "edit": "edited",
     "reject": "rejected",

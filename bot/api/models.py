@@ -12,13 +12,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 ApiKind = Literal["approval", "question", "review"]
 ApiStatus = Literal["pending", "approved", "rejected", "answered", "expired", "cancelled"]
 ApiDecisionType = Literal["approve", "edit", "reject", "answer"]
-SETTLED_STATUSES: tuple[ApiStatus, ...] = (
-    "approved",
-    "rejected",
-    "answered",
-    "expired",
-    "cancelled",
-)
 MAX_WAIT = 60
 
 

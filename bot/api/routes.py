@@ -11,12 +11,12 @@ from typing import Any
 from aiohttp import web
 from pydantic import ValidationError
 
+from bot.agent.schema_tool import SchemaProblem, check_schema
 from bot.api.callbacks import callback_host_allowed, private_literal
 from bot.api.models import MAX_WAIT, REQUEST_ID, CancelBody, CreatedRequest, CreateRequest
 from bot.api.openapi import openapi_document
 from bot.api.present import REQUEST_KIND_OF, state_json
 from bot.service.api_requests import ApiRefusal, ApiRequests, expires_at
-from bot.service.api_tool import SchemaProblem, check_schema
 from store.api import ApiKey, NewApiRequest
 
 log = logging.getLogger("sayso.api")

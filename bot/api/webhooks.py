@@ -62,7 +62,7 @@ class WebhookSender:
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        api.settled_hooks.append(self.on_settled)
+        api.subscribe_settled(self.on_settled)
 
     async def start(self, *, retries: bool = True) -> None:
         """Deliver from now on; `retries`: also make the due retries of every replica's

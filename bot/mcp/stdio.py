@@ -18,8 +18,8 @@ KEY_ENV = "SAYSO_KEY"
 
 async def serve_stdio(settings: Settings) -> None:
     """Serve MCP on stdin/stdout with the key in SAYSO_KEY until the client closes stdin."""
+    from bot.compose import build_service, build_store, web_client
     from bot.serve import load_agents
-    from bot.slack.app import build_service, build_store, web_client
 
     token = os.environ.get(KEY_ENV, "").strip()
     if not token:

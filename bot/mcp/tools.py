@@ -112,6 +112,7 @@ def permission_answer(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_server(api: ApiRequests, key_of: KeyOf) -> MCPServer:
+    # Longer than 60 lines because the MCP tools are closures over the API and the key.
     """The sayso MCP server, its tools reaching `api` with the key `key_of` finds."""
     tools = SaysoTools(api, key_of)
     server = MCPServer(

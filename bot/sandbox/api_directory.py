@@ -73,12 +73,28 @@ def _limit(args: dict[str, Any], default: int) -> int:
         return default
 
 
+def _shown(messages: list[dict[str, Any]], args: dict[str, Any]) -> list[dict[str, Any]]:
+    """Messages as Slack lists them: `metadata` only with include_all_metadata."""
+    if truthy(args.get("include_all_metadata")):
+        return messages
+    return [{k: v for k, v in m.items() if k != "metadata"} for m in messages]
+
+
+def _window(messages: list[dict[str, Any]], args: dict[str, Any]) -> list[dict[str, Any]]:
+    if args.get("oldest"):
+        messages = [m for m in messages if float(m["ts"]) > float(args["oldest"])]
+    if args.get("latest"):
+        messages = [m for m in messages if float(m["ts"]) < float(args["latest"])]
+    return messages
+
+
 def replies(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
     channel = existing_channel(sb, args)
     ts = str(args.get("ts") or "")
     thread = sb.ws.thread(channel, ts)
     if not thread:
         raise ApiError("thread_not_found")
+    thread = _shown([thread[0], *_window(thread[1:], args)], args)  # the parent always comes
     limit = _limit(args, 1000)
     return {
         "ok": True,
@@ -91,10 +107,7 @@ def replies(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
 def history(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
     channel = existing_channel(sb, args)
     messages = list(reversed(sb.ws.top_level(channel)))  # newest first, as Slack
-    if args.get("oldest"):
-        messages = [m for m in messages if float(m["ts"]) > float(args["oldest"])]
-    if args.get("latest"):
-        messages = [m for m in messages if float(m["ts"]) < float(args["latest"])]
+    messages = _shown(_window(messages, args), args)
     limit = _limit(args, 100)
     return {
         "ok": True,

@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.sandbox import payloads
 from bot.sandbox.delivery import ACK_TIMEOUT, Deliverer, Delivery
+from bot.sandbox.limits import Outage, SlackLimits
 from bot.sandbox.socket_mode import SocketHub
 from bot.sandbox.state import (
     Person,
@@ -88,6 +89,7 @@ class SandboxCore:
         ack_timeout: float = ACK_TIMEOUT,
         trigger_ttl: float = TRIGGER_TTL,
         app_token: str | None = None,
+        rate_limits: bool = False,
     ) -> None:
         self.signing_secret = signing_secret
         self.bot_url = bot_url
@@ -111,6 +113,10 @@ class SandboxCore:
         self._version = 0
         self._changed = asyncio.Event()
         self.socket = SocketHub(app_token, ack_timeout, on_change=self.changed)
+        # Slack's rate limits (off unless rate_limits=True) and their counters; outages
+        self.limits = SlackLimits(enabled=rate_limits)
+        self.down = Outage()
+        self._slow: dict[str, list[float]] = {}
 
     # URLs ------------------------------------------------------------------------------
     @property
@@ -195,6 +201,15 @@ class SandboxCore:
             status = status or 429
             retry_after = 1 if retry_after is None else retry_after
         self._failures.append(Failure(method, error, status or 200, retry_after, times))
+
+    def slow_next(self, method: str, seconds: float, *, times: int = 1) -> None:
+        """The next `times` calls of `method` take effect at once but are answered only after
+        `seconds`: a caller that gives up (or dies) meanwhile does not know they happened."""
+        self._slow.setdefault(method, []).extend([seconds] * times)
+
+    def take_slowness(self, method: str) -> float:
+        delays = self._slow.get(method)
+        return delays.pop(0) if delays else 0.0
 
     def clear_failures(self, method: str | None = None) -> None:
         """Stop the injected failures of `method` (of every method when None)."""

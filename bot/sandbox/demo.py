@@ -35,14 +35,23 @@ def demo_settings(settings: Settings, sandbox: SlackSandbox, secret: str) -> Set
 
 
 async def run_demo(
-    settings: Settings, *, port: int = 3000, agents_spec: str | None = None, host: str = "127.0.0.1"
+    settings: Settings,
+    *,
+    port: int = 3000,
+    agents_spec: str | None = None,
+    host: str = "127.0.0.1",
+    slack_limits: bool = False,
 ) -> None:
-    """Start both, print the page's URL, and stop cleanly on Ctrl-C."""
-    from bot.slack.app import build_bot
+    """Start both, print the page's URL, and stop cleanly on Ctrl-C. `slack_limits`: the
+    sandbox answers 429 past Slack's published rate limits, as Slack does."""
+    from bot.compose import build_bot
 
     secret = secrets.token_hex(16)
     sandbox = SlackSandbox(
-        signing_secret=secret, bot_url="http://127.0.0.1:1/", bot_token=DEMO_TOKEN
+        signing_secret=secret,
+        bot_url="http://127.0.0.1:1/",
+        bot_token=DEMO_TOKEN,
+        rate_limits=slack_limits,
     )
     await sandbox.start(host=host, port=port)
     try:

@@ -31,6 +31,9 @@ class SlackSandbox(PersonActions):
     """Fake Slack workspace: Web API at /api/, deliveries to `bot_url`, a web page at /."""
 
     _runner: web.AppRunner | None = None
+    _site: web.TCPSite | None = None
+    _host = "127.0.0.1"
+    _port = 0
 
     def build_app(self) -> web.Application:
         app = web.Application(client_max_size=4 * 1024 * 1024)
@@ -48,8 +51,10 @@ class SlackSandbox(PersonActions):
         """Serve on host:port (0 picks a free port); `self.url` is set once listening."""
         self._runner = web.AppRunner(self.build_app(), access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
+        self._site = web.TCPSite(self._runner, host, port)
+        await self._site.start()
         bound = self._runner.addresses[0]
+        self._host, self._port = host, bound[1]
         self.url = f"http://{host}:{bound[1]}"
         log.info("event=sandbox_started url=%s bot_url=%s", self.url, self.bot_url)
 
@@ -65,6 +70,29 @@ class SlackSandbox(PersonActions):
             await self._runner.cleanup()
             self._runner = None
         log.info("event=sandbox_stopped url=%s", self.url)
+
+    # outages ---------------------------------------------------------------------------
+    async def outage(self, seconds: float, mode: str = "503") -> None:
+        """Slack goes down for `seconds` (returns at once): every Web API call answers 503
+        (`mode="503"`), or the connection is refused (`mode="refuse"`: the sandbox stops
+        listening; a kept-alive connection breaks). The page and response URLs are down too
+        when refused."""
+        if mode not in ("503", "refuse"):
+            raise ValueError("mode is '503' or 'refuse'")
+        self.down.until = time.monotonic() + seconds
+        self.down.mode = mode
+        log.info("event=sandbox_outage seconds=%s mode=%s", seconds, mode)
+        if mode == "refuse" and self._site is not None:
+            await self._site.stop()
+            self.spawn(self._listen_again(seconds))
+
+    async def _listen_again(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        if self._runner is None:
+            return
+        self._site = web.TCPSite(self._runner, self._host, self._port)
+        await self._site.start()
+        log.info("event=sandbox_outage_over url=%s", self.url)
 
     # inspection ------------------------------------------------------------------------
     def messages(self, channel: str = "C_GENERAL") -> list[dict[str, Any]]:

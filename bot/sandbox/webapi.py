@@ -7,6 +7,7 @@ in `sandbox.calls` with the token removed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -57,8 +58,10 @@ class WebApi:
     def __init__(self, sandbox: SandboxCore) -> None:
         self.sb = sandbox
 
-    async def handle(self, request: web.Request) -> web.Response:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
+        if self.sb.down.active():
+            return self._unavailable(request, method)
         args: dict[str, Any] = {}
         headers: dict[str, str] = {}
         status = 200
@@ -69,6 +72,11 @@ class WebApi:
                 raise ApiError("not_authed")
             if token != self.sb.bot_token:
                 raise ApiError("invalid_auth")
+            self.sb.limits.calls[method] += 1
+            retry_after = self.sb.limits.retry_after(method, args.get("channel"))
+            if retry_after is not None:
+                status, headers["Retry-After"] = 429, str(retry_after)
+                raise ApiError("ratelimited")
             failure = self.sb.take_failure(method)
             if failure is not None:
                 status = failure.status
@@ -90,4 +98,16 @@ class WebApi:
             answer.get("error", "-"),
         )
         self.sb.changed()
+        slow = self.sb.take_slowness(method)
+        if slow:
+            await asyncio.sleep(slow)
         return web.json_response(answer, status=status, headers=headers)
+
+    def _unavailable(self, request: web.Request, method: str) -> web.Response:
+        """Slack is down: 503, or (mode "refuse") a connection that was kept alive breaks
+        (new connections are refused: the server does not listen meanwhile)."""
+        self.sb.limits.unavailable[method] += 1
+        if self.sb.down.mode == "refuse" and request.transport is not None:
+            request.transport.abort()
+        answer = {"ok": False, "error": "service_unavailable"}
+        return web.json_response(answer, status=503)

@@ -3,7 +3,7 @@
 They go through the same decide path as a sayso agent's requests (bot/service/decide.py):
 only their continuation differs, and it is the caller's, never sayso's. Each one lives on a run
 of its own (agent_id `api:<key name>`, waiting for a human, no saved state) so cards, threads,
-App Home, expiry and reminders work unchanged; the runner never drives such a run.
+App Home, expiry and reminders work unchanged; no worker ever drives such a run.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.agent.schema_tool import API_AGENT_PREFIX, schema_errors_off_loop
 from bot.agent.util import utcnow
-from bot.service.api_tool import API_AGENT_PREFIX, schema_errors_off_loop
+from bot.service.decide import Decider
+from bot.service.events import Events, RequestSettled
 from bot.service.notifier import RequestNotifier
-from bot.service.ports import Presenter
+from bot.service.presenting import SafePresenter
 from store import ApprovalRequestRecord, RunRecord, Store
 from store import api as api_ops
 from store import notify as notify_ops
@@ -65,7 +67,9 @@ class ApiRequests:
     def __init__(
         self,
         store: Store,
-        presenter: Presenter,
+        show: SafePresenter,
+        decider: Decider,
+        events: Events,
         *,
         default_channel: str | None,
         default_approvers: tuple[str, ...],
@@ -73,7 +77,9 @@ class ApiRequests:
         callback_hosts: tuple[str, ...] = (),
     ) -> None:
         self.store = store
-        self.presenter = presenter
+        self.show = show
+        self.decider = decider
+        self.events = events
         self.default_channel = default_channel
         self.default_approvers = default_approvers
         self.approval_ttl = approval_ttl
@@ -86,7 +92,17 @@ class ApiRequests:
             self.notifier.wake_all,
             what="settled_requests",
         )
-        self.settled_hooks: list[Settled] = []
+        events.subscribe(RequestSettled, self._on_settled)
+
+    def subscribe_settled(self, handler: Settled) -> None:
+        """`handler` is told of every API request settled here (after its callers are woken):
+        webhooks, a front's long-polls woken by its embedded worker."""
+
+        async def api_only(event: RequestSettled) -> None:
+            if event.request.api_spec is not None:
+                await handler(event.request)
+
+        self.events.subscribe(RequestSettled, api_only)
 
     async def start(self) -> None:
         self._listener.start()  # reconnects by itself; long-polls re-check meanwhile
@@ -133,7 +149,7 @@ class ApiRequests:
         if not created:
             return Created(request, False)
         try:
-            ts = await self.presenter.post_card(run, request)
+            place = await self.show.inner.post_card(run, request)  # Slack's refusal: a 422
         except Exception as exc:
             await api_ops.forget_request(self.store.db, request_id)
             code = _slack_code(exc)
@@ -143,6 +159,7 @@ class ApiRequests:
             raise ApiRefusal(
                 code, f"channel: Slack refused the card ({code})", slack=True
             ) from None
+        ts = place.ts if place else None
         if ts:
             await self.store.set_request_message(request_id, new.channel_id, ts)
             request = replace(request, message_ts=ts, channel_id=new.channel_id)
@@ -168,19 +185,13 @@ class ApiRequests:
         request = found[0]
         if created:
             await self._audit_created(key, request, "ok")
-        result = await self.store.decide(
-            request_id,
-            actor=API_AGENT_PREFIX + key.name,
-            status="answered",
-            reason=how,
-            output=answer,
+        answered = await self.decider.answer_for_caller(
+            request_id, API_AGENT_PREFIX + key.name, answer, how
         )
-        if result.request is None:
+        if answered is None:
             raise ApiRefusal("not_found", "The request no longer exists.")
-        if result.won or result.expired:
-            await self.settled(result.request)
         log.info("event=api_request_answered_by_caller key=%s request_id=%s", key.name, request_id)
-        return result.request
+        return answered
 
     async def _create_request(self, new: NewApiRequest) -> tuple[str, bool]:
         try:
@@ -250,14 +261,16 @@ class ApiRequests:
             actor = API_AGENT_PREFIX + key.name
             if await api_ops.cancel(self.store.db, request_id, actor, detail):
                 request, link = await self.get(key, request_id)
-                await self.settled(request)
+                await self.events.emit(RequestSettled(request))
         return request, link
 
     # -- what happens once a request is settled ---------------------------------------------
 
-    async def settled(self, request: ApprovalRequestRecord) -> None:
-        """Called by every path that settles a request (decide, expiry, cancel)."""
-        if request.api_spec is None:  # a sayso agent's request: its runner continues it
+    async def _on_settled(self, event: RequestSettled) -> None:
+        """Every path that settles a request (decide, expiry, cancel) emits `RequestSettled`:
+        an API request's waiting callers are woken and its run ends."""
+        request = event.request
+        if request.api_spec is None:  # a sayso agent's request: its run continues it
             return
         self.notifier.wake(request.id, request)
         try:
@@ -267,15 +280,7 @@ class ApiRequests:
         await api_ops.end_run(self.store.db, request)
         run = await self.store.get_run(request.run_id)
         if run is not None and request.status == "cancelled":
-            try:
-                await self.presenter.update_card(run, request)
-            except Exception:
-                log.exception("event=card_update_failed request_id=%s", request.id)
-        for hook in self.settled_hooks:
-            try:
-                await hook(request)
-            except Exception:
-                log.exception("event=settled_hook_failed request_id=%s", request.id)
+            await self.show.request_changed(run, request)
 
 
 def api_key_name_ok(name: str) -> bool:

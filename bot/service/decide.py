@@ -3,120 +3,78 @@
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Any
 
-from bot.agent.tools import Tool, argument_errors
+from bot.agent.tools import Tool
 from bot.agent.vocabulary import (
-    ALL_APPROVAL_DECISIONS,
     OUTCOME_OF,
     PersonAction,
 )
+from bot.service.decision_rules import (
+    ANSWERS,
+    REASON_FIELD,
+    REASON_NEEDED,
+    VERB,
+    already_decided,
+    invalid_input,
+    needs_reason,
+    recently_read,
+)
+from bot.service.events import Events, RequestSettled, RunReady, StandingApprovalGiven
 from bot.service.outcome import Actor, Outcome, OutcomeKind
 from bot.service.permissions import may_decide
-from bot.service.policy import stricter
-from bot.service.ports import Directory, Presenter
+from bot.service.policy.effective import Policies
+from bot.service.policy.rules import stricter
+from bot.service.ports import AutoApproved, Directory
+from bot.service.presenting import SafePresenter
 from bot.service.registry import AgentRegistry
-from bot.service.runner import Runner
-from store import ApprovalRequestRecord, DecisionOutcome, RunRecord, Store
+from bot.service.settings import Workspace
+from bot.service.standing import StandingApprovals
+from store import ApprovalRequestRecord, DecisionResult, RunRecord, Store
 
 log = logging.getLogger("sayso.service")
 
-Action = PersonAction
-"""Kept for code written against `bot.service.Action`: use `PersonAction`."""
-
-_VERB: dict[str, str] = {
-    "approved": "approved",
-    "edited": "approved with edits",
-    "rejected": "rejected",
-    "answered": "answered",
-    "expired": "expired",
-    "cancelled": "cancelled",
-}
-OUTPUT_FIELD = "output"
-"""The field error key for an answer or a review (edits use the argument names)."""
-REASON_FIELD = "reason"
-"""The field error key for a reason that must be given."""
-REASON_NEEDED = "Write why you approve: this request needs a reason."
-
-_ANSWERS: tuple[PersonAction, ...] = ("answer", "review")
-"""Actions that give the call its output."""
-
-
-def _needs_reason(request: ApprovalRequestRecord, action: PersonAction, reason: str | None) -> bool:
-    """Approving (or editing) a request that needs a reason, without one."""
-    return request.require_reason and action in ("approve", "edit") and not (reason or "").strip()
-
-
-JUST_READ_SECONDS = 0.25
-"""How old a request read earlier in the same task may be for `check` to use it."""
-_just_read: ContextVar[tuple[float, ApprovalRequestRecord] | None] = ContextVar(
-    "sayso_just_read", default=None
-)
-
-
-def remember_read(request: ApprovalRequestRecord | None) -> None:
-    """A front end read this request to handle a click; the check that follows in the same
-    task (within `JUST_READ_SECONDS`) uses it instead of reading it again. Nothing is lost by
-    that: the decision itself is a conditional write that only a pending request passes."""
-    _just_read.set((time.monotonic(), request) if request is not None else None)
-
-
-def _recently_read(request_id: str) -> ApprovalRequestRecord | None:
-    found = _just_read.get()
-    if found is None:
-        return None
-    _just_read.set(None)  # used once
-    at, request = found
-    fresh = time.monotonic() - at <= JUST_READ_SECONDS
-    return request if fresh and request.id == request_id else None
-
-
-def already_decided(request: ApprovalRequestRecord) -> str:
-    if request.status == "expired":
-        return "This request expired before anyone decided; nothing ran."
-    verb = _VERB.get(request.status, request.status)
-    by = (
-        f" by <@{request.decided_by}>"
-        if request.decided_by and request.decided_by != "system"
-        else ""
-    )
-    return f"This request was already {verb}{by}."
-
 
 class Decider:
+    """The one writer of decisions: people's (cards, modals, thread replies), a standing
+    approval's, and an API caller's own answer all go through here, so permissions, policy,
+    exactly-once and audit are in one place."""
+
     def __init__(
         self,
         store: Store,
         agents: AgentRegistry,
         directory: Directory,
-        presenter: Presenter,
-        runner: Runner,
-        workspace_team_id: str | None = None,
+        policies: Policies,
+        show: SafePresenter,
+        standing: StandingApprovals,
+        events: Events,
+        workspace: Workspace,
+        drives_now: Callable[[], bool],
     ) -> None:
         self.store = store
         self.agents = agents
         self.directory = directory
-        self.presenter = presenter
-        self.runner = runner
-        self.workspace_team_id = workspace_team_id
-        self.on_standing: Callable[[ApprovalRequestRecord, Actor], Awaitable[None]] | None = None
-        """Called when an approval that won asked to allow the tool in its thread."""
-        self.on_settled: Callable[[ApprovalRequestRecord], Awaitable[None]] | None = None
-        """Told of every request this decider settles (the API wakes its callers)."""
+        self.policies = policies
+        self.show = show
+        self.standing = standing
+        self.events = events
+        self.workspace = workspace
+        self.drives_now = drives_now
+        """Would this process drive a run that became ready at once? (Then the decision
+        claims the run in its own transaction.)"""
+
+    @property
+    def workspace_team_id(self) -> str | None:
+        return self.workspace.team_id
 
     async def _settled(self, request: ApprovalRequestRecord) -> None:
-        if self.on_settled is not None:
-            try:
-                await self.on_settled(request)
-            except Exception:
-                log.exception("event=settled_hook_failed request_id=%s", request.id)
+        await self.events.emit(RequestSettled(request))
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         """May this person decide this request now? (Used before opening a modal.)"""
-        request = _recently_read(request_id) or await self.store.get_request(request_id)
+        request = recently_read(request_id) or await self.store.get_request(request_id)
         if request is None:
             return Outcome("not_found", "This request no longer exists.")
         if request.status != "pending":
@@ -162,8 +120,8 @@ class Decider:
                 await self._audit_attempt(r, actor, "lost", detail)
             return checked
         tool = self.agents.tool_of(checked.agent_id or "", checked.request)
-        invalid = self._validate(checked.request, tool, action, arguments, output)
-        if invalid is None and _needs_reason(checked.request, action, reason):
+        invalid = invalid_input(checked.request, tool, action, arguments, output)
+        if invalid is None and needs_reason(checked.request, action, reason):
             invalid = Outcome(
                 "invalid", REASON_NEEDED, checked.request, {REASON_FIELD: REASON_NEEDED}
             )
@@ -203,9 +161,9 @@ class Decider:
             status=OUTCOME_OF[action],
             reason=reason,
             edited_arguments=arguments if action == "edit" else None,
-            output=output if action in _ANSWERS else None,
+            output=output if action in ANSWERS else None,
             # the run's lease in the same transaction, when this process will drive it now
-            claim=request.api_spec is None and self.runner.drives_now(),
+            claim=request.api_spec is None and self.drives_now(),
         )
         if result.request is None:
             return Outcome("not_found", "This request no longer exists.")
@@ -222,15 +180,18 @@ class Decider:
         self,
         request: ApprovalRequestRecord,
         actor: Actor,
-        result: DecisionOutcome,
+        result: DecisionResult,
         standing: bool = False,
         run: RunRecord | None = None,
     ) -> Outcome:
         """After a recorded decision: show it (and any standing approval it gives, before
         the run goes on), continue the run when its pause is complete."""
         assert result.request is not None
-        if standing and self.on_standing is not None:
-            await self.on_standing(result.request, actor)
+        if standing:
+            run = run or await self.store.get_run(request.run_id)
+            given = await self.standing.give(result.request, run, actor) if run else None
+            if given is not None:
+                await self.events.emit(StandingApprovalGiven(given.id, request.run_id))
         log.info(
             "event=decided run_id=%s call_id=%s actor=%s status=%s",
             request.run_id,
@@ -240,13 +201,13 @@ class Decider:
         )
         await self._settled(result.request)  # first: a waiting caller hears at once
         if result.lease is not None:  # claimed with the decision: the run goes on here
-            self.runner.drive_claimed(result.lease)
+            await self.events.emit(RunReady(request.run_id, result.lease))
         elif result.run_ready and request.api_spec is None:
             # then the run goes on while the card is updated (an API request's caller goes on)
-            await self.runner.continue_run(request.run_id)
+            await self.events.emit(RunReady(request.run_id))
         await self.refresh_card(result.request, run)
         return Outcome(
-            "decided", f"You {_VERB[result.request.status]} `{request.tool_name}`.", result.request
+            "decided", f"You {VERB[result.request.status]} `{request.tool_name}`.", result.request
         )
 
     async def _reevaluate(
@@ -263,7 +224,7 @@ class Decider:
         agent = self.agents.get(checked.agent_id or "")
         if agent is None:
             return request
-        new = self.runner.call_policy(agent, tool, arguments)
+        new = self.policies.call_policy(agent, tool, arguments)
         if not stricter(new, request):
             return request
         run = checked.run
@@ -362,40 +323,6 @@ class Decider:
             detail=detail,
         )
 
-    def _validate(
-        self,
-        request: ApprovalRequestRecord,
-        tool: Tool | None,
-        action: PersonAction,
-        arguments: Any,
-        output: Any,
-    ) -> Outcome | None:
-        if request.kind == "review":
-            ok = action in _ANSWERS
-        elif request.kind in ("manual", "hitl"):
-            ok = action in ("answer", "reject")
-        else:
-            ok = action in (tool.allowed_decisions if tool else ALL_APPROVAL_DECISIONS)
-        if not ok:
-            return Outcome("invalid", f"`{action}` is not a decision this request allows.", request)
-        if action == "edit":
-            if tool is None:
-                return Outcome(
-                    "invalid", f"Tool `{request.tool_name}` is no longer defined.", request
-                )
-            errors = argument_errors(tool, arguments or {})
-            if errors:
-                return Outcome("invalid", "Some arguments are not valid.", request, errors)
-        if action == "answer" and tool is not None:
-            try:
-                tool.parse_output(output)
-            except ValueError as exc:
-                return Outcome("invalid", str(exc), request, {OUTPUT_FIELD: str(exc)})
-        if action == "review" and not (isinstance(output, str) and output.strip()):
-            message = "Write your review."
-            return Outcome("invalid", message, request, {OUTPUT_FIELD: message})
-        return None
-
     async def refresh_card(
         self, request: ApprovalRequestRecord, run: RunRecord | None = None
     ) -> None:
@@ -404,9 +331,47 @@ class Decider:
         its agent and requester); read here otherwise."""
         if run is None or run.id != request.run_id:
             run = await self.store.get_run(request.run_id)
-        if run is None:
-            return
-        try:
-            await self.presenter.update_card(run, request)
-        except Exception:
-            log.exception("event=card_update_failed request_id=%s", request.id)
+        if run is not None:
+            await self.show.request_changed(run, request)
+
+    # -- decisions nobody clicked -----------------------------------------------------------
+
+    async def approve_under_standing(self, run: RunRecord, request: ApprovalRequestRecord) -> bool:
+        """Approve a call a standing approval covers (see bot/service/standing.py), post one
+        line saying so, continue the run; True when the request is no longer pending."""
+        standing = await self.standing.covering(run, request, self.workspace.team_id)
+        if standing is None:
+            return False
+        result = await self.store.decide(
+            request.id,
+            actor=f"grant:{standing.id}",
+            status="approved",
+            reason=f"standing approval {standing.id} given by {standing.granted_by}",
+        )
+        if not result.won or result.request is None:
+            return result.request is not None and result.request.status != "pending"
+        log.info(
+            "event=auto_approved run_id=%s call_id=%s standing_id=%s given_by=%s rule=%s",
+            run.id,
+            request.call_id,
+            standing.id,
+            standing.granted_by,
+            request.rule,
+        )
+        await self._settled(result.request)
+        await self.show.say(AutoApproved(result.request, standing), run)
+        if result.run_ready:
+            await self.events.emit(RunReady(run.id))
+        return True
+
+    async def answer_for_caller(
+        self, request_id: str, caller: str, answer: str, how: str
+    ) -> ApprovalRequestRecord | None:
+        """A question its caller's own client answered (an MCP form): answered at once in the
+        caller's name (`api:<key name>`, never a Slack user), `how` as its reason."""
+        result = await self.store.decide(
+            request_id, actor=caller, status="answered", reason=how, output=answer
+        )
+        if result.request is not None and (result.won or result.expired):
+            await self._settled(result.request)
+        return result.request

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.service.ports import Directory
+from bot.service.text import people
 
 LOOKUP_FAILED = "I could not look your account up in Slack; try again in a moment."
 STARTING = "sayso is starting, try again in a moment."
@@ -21,7 +22,7 @@ class Verdict:
 def describe(approvers: Sequence[str]) -> str:
     if not approvers:
         return "any full member of this workspace"
-    return ", ".join(f"<!subteam^{a}>" if a.startswith("S") else f"<@{a}>" for a in approvers)
+    return people(approvers)
 
 
 async def may_decide(

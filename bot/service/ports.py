@@ -1,12 +1,16 @@
 """What the service needs from the front end (implemented by bot/slack): people and output.
 
-The service hands over store records; the front end decides how they look.
+The presentation port speaks in domain terms, a handful of verbs. Each verb names the message it
+targets (a run's thread, a request's card, a standing approval's line), and a later state of a
+message replaces an earlier one, so an implementation may defer, coalesce and retry its writes
+(the durable Slack outbox does). The service hands over records and typed notices; the front end
+decides how they look (mentions, channel links, emoji are Slack's business).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from bot.service.streaming import TextSink
 from store import ApprovalRequestRecord, GrantRecord, RunRecord
@@ -34,51 +38,112 @@ class Directory(Protocol):
         ...
 
 
+# -- what changed about a run -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where the run stands (its root message). `follow_up`: the run continues another run's
+    thread, whose root message is not its own."""
+
+    follow_up: bool = False
+
+
+STATUS = Status()
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The run completed with this answer (`truncated`: the model hit its output limit)."""
+
+    text: str
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: str
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    by: str
+    """A user id, or an operator's name."""
+
+
+RunChange = Status | Literal["activity"] | Answered | Failed | Cancelled
+"""Where the run stands; "activity": its live checklist of tool calls (coalesced by the front
+end); or how it ended."""
+
+
+# -- notices: one-line messages in a run's thread -------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolFailed:
+    tool: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Reminder:
+    request: ApprovalRequestRecord
+
+
+@dataclass(frozen=True)
+class Escalated:
+    request: ApprovalRequestRecord
+
+
+@dataclass(frozen=True)
+class AutoApproved:
+    """A call approved on a standing approval's behalf."""
+
+    request: ApprovalRequestRecord
+    standing: GrantRecord
+
+
+@dataclass(frozen=True)
+class StandingApprovalShown:
+    """A standing approval's line (with its Revoke button): posted once, then replaced as it
+    changes (revoked). Saying it returns the line's ts when it was posted."""
+
+    standing: GrantRecord
+
+
+Notice = ToolFailed | Reminder | Escalated | AutoApproved | StandingApprovalShown
+
+
+@dataclass(frozen=True)
+class CardPlace:
+    """Where a request's card was posted."""
+
+    channel_id: str
+    ts: str
+
+
 class Presenter(Protocol):
     """Shows runs to people (Slack: a root message, its thread, cards, ephemerals, App Home)."""
 
-    async def post_root(self, run: RunRecord, *, queued_ahead: int = 0) -> str: ...
-
-    async def update_root(self, run: RunRecord) -> None: ...
-
-    def card_channel(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None:
-        """The channel a request's card is posted in (`post_card` returns its ts)."""
+    async def open_thread(self, run: RunRecord, *, queued_ahead: int = 0) -> str:
+        """The run's first message; its ts becomes the run's thread (`queued_ahead`: runs
+        waiting for a worker before it)."""
         ...
 
-    async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None: ...
+    async def run_changed(self, run: RunRecord, change: RunChange = STATUS) -> None: ...
 
-    async def update_card(self, run: RunRecord, request: ApprovalRequestRecord) -> None: ...
+    async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> CardPlace | None:
+        """A card for a new request, with its buttons."""
+        ...
 
-    async def post_progress(self, run: RunRecord, text: str) -> None: ...
+    async def request_changed(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
+        """The request's card shows its current state (decided, counted, escalated...)."""
+        ...
 
-    async def show_activity(self, run: RunRecord) -> None: ...
+    async def say(self, notice: Notice, run: RunRecord | None = None) -> str | None: ...
 
     def text_sink(self, run: RunRecord) -> TextSink | None:
         """Where the run's text streams as the model writes it (None: no streaming)."""
         ...
 
-    async def post_answer(self, run: RunRecord, text: str, truncated: bool = False) -> None: ...
-
-    async def post_failure(self, run: RunRecord, error: str) -> None: ...
-
-    async def post_cancelled(self, run: RunRecord, by: str) -> None:
-        """Say in the thread that `by` (a user id, or an operator's name) cancelled the run."""
-        ...
-
-    async def post_reminder(self, run: RunRecord, request: ApprovalRequestRecord) -> None: ...
-
-    async def post_escalation(self, run: RunRecord, request: ApprovalRequestRecord) -> None: ...
-
-    async def post_grant(self, run: RunRecord, grant: GrantRecord) -> str | None: ...
-
-    async def update_grant(self, grant: GrantRecord) -> None: ...
-
-    async def post_auto_approved(
-        self, run: RunRecord, request: ApprovalRequestRecord, grant: GrantRecord
-    ) -> None: ...
-
-    async def notify(
-        self, user_id: str, channel_id: str, text: str, thread_ts: str | None
-    ) -> None: ...
-
-    async def refresh_home(self, user_id: str) -> None: ...
+    async def close(self) -> None: ...

@@ -3,11 +3,10 @@ an agent of LangGraph, the OpenAI Agents SDK or Pydantic AI is taken as it is (`
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Iterator
 
 from bot.agent import Agent, Tool
-from bot.service.api_tool import api_tool
+from bot.agent.schema_tool import api_tool
 from store import ApprovalRequestRecord
 
 
@@ -22,28 +21,6 @@ class AgentRegistry:
             self._agents[agent.id] = agent
         if not self._agents:
             raise ValueError("No agents to run: SAYSO_AGENTS names an empty list")
-
-    @classmethod
-    def load(cls, spec: str) -> AgentRegistry:
-        """Import `package.module:attribute`; raise ValueError with a fix on failure."""
-        module_name, sep, attr = spec.partition(":")
-        if not sep or not module_name or not attr:
-            raise ValueError(f"{spec!r} must look like package.module:attribute")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ValueError(f"cannot import {module_name!r} ({exc})") from None
-        try:
-            value = getattr(module, attr)
-        except AttributeError:
-            raise ValueError(f"module {module_name!r} has no attribute {attr!r}") from None
-        from bot.adapters import as_agent  # the frameworks load only when named
-
-        values = list(value) if isinstance(value, list | tuple) else [value]
-        try:
-            return cls([as_agent(v) for v in values])
-        except TypeError as exc:
-            raise ValueError(f"{spec}: {exc}") from None
 
     def get(self, agent_id: str) -> Agent | None:
         return self._agents.get(agent_id)

@@ -3,39 +3,69 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.service.ports import (
+    STATUS,
+    Answered,
+    AutoApproved,
+    Cancelled,
+    CardPlace,
+    Escalated,
+    Failed,
+    Notice,
+    Reminder,
+    RunChange,
+    StandingApprovalShown,
+    Status,
+    ToolFailed,
+)
 from bot.service.registry import AgentRegistry
-from bot.slack.blocks import cards, grants, messages
+from bot.slack.blocks import cards, grants, home, messages
+from bot.slack.home_refresh import HomeRefresher
 from bot.slack.live_status import LiveStatus
 from bot.slack.render import card_info, run_info
 from bot.slack.streaming import AnswerStream
 from store import ApprovalRequestRecord, GrantRecord, RunRecord
 
+if TYPE_CHECKING:
+    from bot.service import Service
+
 log = logging.getLogger("sayso.slack")
 
 
 class SlackPresenter:
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        agents: AgentRegistry,
-        home_refresher: Callable[[str], Awaitable[None]] | None = None,
-        closing: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
+    def __init__(self, client: AsyncWebClient, agents: AgentRegistry) -> None:
         self.client = client
         self.agents = agents
-        self.home_refresher = home_refresher
+        self.homes: HomeRefresher | None = None
         self.live = LiveStatus(client)
         self._streams: dict[str, AnswerStream] = {}
-        self.closing = closing
         self._session: aiohttp.ClientSession | None = None
+
+    def attach(self, service: Service) -> None:
+        """App Home shows the service's inbox: refreshed (coalesced) after the changes that
+        concern a person, a reaction here in Slack, never a call back from the service."""
+
+        async def home_of(user_id: str) -> dict[str, Any]:
+            inbox = await service.inbox(user_id)
+            return home.home_view(
+                [card_info(request, run, self.agents) for request, run in inbox.pending],
+                inbox.total,
+                [run_info(r) for r in inbox.recent_runs],
+                user_id=user_id,
+                total_is_lower_bound=inbox.total_is_lower_bound,
+            )
+
+        async def publish(user_id: str, view: dict[str, Any]) -> None:
+            await self.client.views_publish(user_id=user_id, view=view)
+
+        self.homes = HomeRefresher(home_of, publish)
 
     def _share_connections(self) -> None:
         """Give the Web API client one HTTP session (on this event loop): without one,
@@ -50,8 +80,8 @@ class SlackPresenter:
     async def close(self) -> None:
         """Cancel refreshes still waiting (coalesced App Home refreshes); close the HTTP
         session this presenter opened (the client makes its own per call again)."""
-        if self.closing is not None:
-            await self.closing()
+        if self.homes is not None:
+            await self.homes.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -65,7 +95,9 @@ class SlackPresenter:
         )
         return str(resp["ts"])
 
-    async def post_root(self, run: RunRecord, *, queued_ahead: int = 0) -> str:
+    # -- the presentation port (bot/service/ports.py) ----------------------------------------
+
+    async def open_thread(self, run: RunRecord, *, queued_ahead: int = 0) -> str:
         """The message that starts the run's thread; its ts becomes the thread's. With
         `queued_ahead`, its status says how many runs wait for a worker before it."""
         self._share_connections()
@@ -102,9 +134,77 @@ class SlackPresenter:
             agent.channel if others or (tool and not tool.allow_self_approval) else run.channel_id
         )
 
-    async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None:
-        card = card_info(request, run, self.agents)
+    async def run_changed(self, run: RunRecord, change: RunChange = STATUS) -> None:
+        if isinstance(change, Status):
+            if not change.follow_up:
+                await self.update_root(run)
+            if run.requester:
+                await self.refresh_home(run.requester)
+        elif change == "activity":
+            await self.show_activity(run)
+        elif isinstance(change, Answered):
+            await self.post_answer(run, change.text, change.truncated)
+        elif isinstance(change, Failed):
+            await self.post_failure(run, change.error)
+        elif isinstance(change, Cancelled):
+            await self._post(run, messages.run_cancelled(change.by))
+
+    async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> CardPlace | None:
         channel = self.card_channel(run, request)
+        ts = await self._post_card(run, request, channel)
+        return CardPlace(channel, ts) if ts and channel else None
+
+    async def request_changed(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
+        """The card shows the request as it is now; the App Home of whoever just acted on it
+        follows (coalesced)."""
+        await self.update_card(run, request)
+        for user in {request.decided_by, *request.approvals[-1:]}:
+            if user and user[:1] in ("U", "W"):
+                await self.refresh_home(user)
+
+    async def say(self, notice: Notice, run: RunRecord | None = None) -> str | None:
+        if isinstance(notice, StandingApprovalShown):
+            return await self._show_standing(notice.standing, run)
+        if run is None:
+            return None
+        if isinstance(notice, ToolFailed):
+            text = f":warning: `{notice.tool}` failed: {notice.detail}"
+            await self._post(run, messages.progress(text))
+        elif isinstance(notice, Reminder):
+            card = card_info(notice.request, run, self.agents)
+            await self._post(run, messages.reminder(card, list(card.approvers)))
+        elif isinstance(notice, Escalated):
+            await self._post(run, messages.escalation(card_info(notice.request, run, self.agents)))
+        elif isinstance(notice, AutoApproved):
+            standing = notice.standing
+            message = grants.auto_approved(
+                notice.request.tool_name, standing.granted_by, standing.expires_at
+            )
+            await self._post(run, message)
+        return None
+
+    async def _show_standing(self, standing: GrantRecord, run: RunRecord | None) -> str | None:
+        """A standing approval's line: posted once, then updated in place (revoked)."""
+        message = grants.grant_message(
+            standing.id,
+            standing.tool_name,
+            standing.granted_by,
+            standing.expires_at,
+            standing.revoked_by,
+        )
+        if standing.message_ts:
+            await self.client.chat_update(
+                channel=standing.channel_id, ts=standing.message_ts, **message
+            )
+            return standing.message_ts
+        return await self._post(run, message) if run is not None else None
+
+    # -- how each is shown ------------------------------------------------------------------
+
+    async def _post_card(
+        self, run: RunRecord, request: ApprovalRequestRecord, channel: str | None
+    ) -> str | None:
+        card = card_info(request, run, self.agents)
         if channel == run.channel_id or channel is None:
             return await self._post(run, cards.request_card(card))
         resp = await self.client.chat_postMessage(channel=channel, **cards.request_card(card))
@@ -123,9 +223,6 @@ class SlackPresenter:
             return
         message = cards.request_card(card_info(request, run, self.agents))
         await self.client.chat_update(channel=request.channel_id, ts=request.message_ts, **message)
-
-    async def post_progress(self, run: RunRecord, text: str) -> None:
-        await self._post(run, messages.progress(text))
 
     async def show_activity(self, run: RunRecord) -> None:
         """The run's live status (one message, updated in place, rate-limited)."""
@@ -160,49 +257,7 @@ class SlackPresenter:
         self._streams.pop(run.id, None)
         await self._post(run, messages.run_failed(run_info(run, error), error))
 
-    async def post_cancelled(self, run: RunRecord, by: str) -> None:
-        await self._post(run, messages.run_cancelled(by))
-
-    async def post_reminder(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
-        card = card_info(request, run, self.agents)
-        await self._post(run, messages.reminder(card, list(card.approvers)))
-
-    async def post_escalation(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
-        card = card_info(request, run, self.agents)
-        await self._post(run, messages.escalation(card))
-
-    async def post_grant(self, run: RunRecord, grant: GrantRecord) -> str | None:
-        message = grants.grant_message(
-            grant.id, grant.tool_name, grant.granted_by, grant.expires_at
-        )
-        return await self._post(run, message)
-
-    async def update_grant(self, grant: GrantRecord) -> None:
-        if not grant.message_ts:
-            return
-        message = grants.grant_message(
-            grant.id, grant.tool_name, grant.granted_by, grant.expires_at, grant.revoked_by
-        )
-        await self.client.chat_update(channel=grant.channel_id, ts=grant.message_ts, **message)
-
-    async def post_auto_approved(
-        self, run: RunRecord, request: ApprovalRequestRecord, grant: GrantRecord
-    ) -> None:
-        await self._post(
-            run, grants.auto_approved(request.tool_name, grant.granted_by, grant.expires_at)
-        )
-
-    async def notify(self, user_id: str, channel_id: str, text: str, thread_ts: str | None) -> None:
-        try:
-            await self.client.chat_postEphemeral(
-                channel=channel_id, user=user_id, thread_ts=thread_ts, text=text
-            )
-        except SlackApiError as exc:
-            log.warning(
-                "event=ephemeral_failed user=%s error=%s", user_id, exc.response.get("error")
-            )
-
     async def refresh_home(self, user_id: str) -> None:
         self._share_connections()
-        if self.home_refresher is not None:
-            await self.home_refresher(user_id)
+        if self.homes is not None:
+            await self.homes.refresh(user_id)

@@ -13,10 +13,11 @@ from bot.agent.vocabulary import (
     RequestStatus,
     RunStatus,
 )
-from bot.service.policies import Policies
-from bot.service.policy import apply_rule
-from bot.service.policy_report import needs_approval, without_rules
+from bot.service.policy.effective import Policies
+from bot.service.policy.report import needs_approval, without_rules
+from bot.service.policy.rules import apply_rule
 from bot.service.registry import AgentRegistry
+from bot.service.text import render as render_tokens
 from bot.slack.blocks.data import AgentInfo, CardInfo, RunInfo, WhoApproves
 from bot.slack.blocks.status import Step, activity
 from store import ApprovalRequestRecord, RunRecord
@@ -158,3 +159,14 @@ def _approvals(agent: Agent, policies: Policies) -> dict[str, tuple[WhoApproves,
             rows.append(WhoApproves(p.approvers, p.min_approvals, rule=p.rule))
         out[tool.name] = tuple(rows)
     return out
+
+
+def slack_text(text: str) -> str:
+    """The service's text with its people, groups and channels as Slack mentions and links."""
+
+    def markup(kind: str, id_: str) -> str:
+        if kind == "channel":
+            return f"<#{id_}>"
+        return f"<!subteam^{id_}>" if kind == "group" else f"<@{id_}>"
+
+    return render_tokens(text, markup)

@@ -1,3 +1,5 @@
+# Longer than 400 lines because the fake OpenAI-compatible server speaks both the plain and the
+# streaming protocol, with the scripting tests use.
 """`FakeModelServer`: a real HTTP server that speaks the OpenAI Chat Completions API and the
 Anthropic Messages API, as strictly as the real ones.
 

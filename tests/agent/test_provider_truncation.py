@@ -11,7 +11,7 @@ import pytest
 from bot import Agent, Tool, tool
 from bot.agent.messages import Message
 from bot.agent.models import AnthropicModel, OpenAIChatModel
-from bot.agent.models.limits import MAX_TOKENS_CEILING
+from bot.agent.models.truncation import MAX_TOKENS_CEILING
 from bot.testing import FakeModelServer
 
 from .conftest import FAST

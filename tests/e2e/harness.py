@@ -12,12 +12,13 @@ from typing import Any
 from aiohttp import web
 
 from bot.agent import Agent
+from bot.compose import build_bot
 from bot.config import Settings
+from bot.front import Bot
 from bot.sandbox import SlackSandbox
 from bot.serve import free_port
 from bot.service import Service
 from bot.service.registry import AgentRegistry
-from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
 from bot.worker import EmbeddedWorker
 from tests.e2e.agents import SideEffects, make_agents
@@ -110,7 +111,7 @@ class Harness:
 
     async def idle(self) -> None:
         if self.bot is not None:
-            await self.bot.service.runner.idle()
+            await self.bot.service.idle()
         if self.worker is not None:
             worker = self.worker
             await eventually(lambda: not worker.busy, timeout=30, what="the worker to be idle")

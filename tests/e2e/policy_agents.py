@@ -73,13 +73,37 @@ def make_policy_agents(base_url: str, effects: SideEffects) -> list[Agent]:
         effects.restarts.append(f"metrics:{service}")
         return f"metrics of {service}"
 
+    def staging(arguments: dict) -> bool:
+        return arguments["environment"] == "staging"
+
+    @tool(
+        require_approval=True,
+        standing_approval="1h",
+        allow_self_approval=False,
+        rules=[
+            Rule(when=production, approvers=["U_APPROVER2"], require_reason=True, name="prod"),
+            Rule(when=staging, approvers=["U_APPROVER"], name="staging"),
+        ],
+    )
+    def ship(environment: Literal["staging", "production"], version: str) -> dict:
+        """Ship a version: Avery decides staging (and may allow it in a thread for an hour);
+        production is Blake's, with a reason."""
+        effects.deploys.append({"environment": environment, "version": version})
+        return {"shipped": version, "environment": environment}
+
+    @tool(require_approval=True, approvers=["S_APPROVERS"], standing_approval="1h")
+    def get_traces(service: str) -> str:
+        """Read a service's traces (the approvers group decides)."""
+        effects.restarts.append(f"traces:{service}")
+        return f"traces of {service}"
+
     model = OpenAIChatModel("fake", base_url=base_url, api_key="test-key")
     settings = ModelSettings(timeout=5, max_retries=1, backoff_base=0.01, backoff_max=0.05)
     ops = Agent(
         id="ops",
         model=model,
         instructions="You run operations.",
-        tools=[deploy, restart, release, scale, rollback, get_logs, get_metrics],
+        tools=[deploy, restart, release, scale, rollback, get_logs, get_metrics, ship, get_traces],
         model_settings=settings,
     )
     return [ops]

@@ -52,7 +52,7 @@ async def test_approve_in_slack_wakes_the_long_poll(harness: Harness) -> None:
     runs = await h.bot.store.list_runs()
     assert [(r.agent_id, r.status, r.lease_owner) for r in runs] == [("api:ci", "completed", None)]
     assert await h.bot.store.ready_runs() == []
-    assert await h.bot.service.runner.continue_run(runs[0].id)  # told to, it claims and lets go
+    assert await h.bot.service.continue_run(runs[0].id)  # told to, it claims and lets go
     await h.idle()
     after = await h.bot.store.get_run(runs[0].id)
     assert after is not None and (after.status, after.lease_owner) == ("completed", None)

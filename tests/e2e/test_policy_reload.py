@@ -29,7 +29,7 @@ async def test_the_file_overrides_the_code_and_sighup_reloads_it(
     h.model.reply(text="Second deployed.")
     await h.sandbox.wait_for(
         lambda _: (
-            h.bot.service.runner.policy_file.tools[("ops", "deploy")].settings.approvers
+            h.bot.service.policies.policy_file.tools[("ops", "deploy")].settings.approvers
             == ("S_APPROVERS",)
         )
     )

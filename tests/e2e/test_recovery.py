@@ -19,11 +19,10 @@ async def crash(h: Harness) -> None:
     assert h.bot is not None
     bot = h.bot
     h.bot = None
-    for task in list(bot.service.runner._tasks):
+    for task in list(bot.service.tasks.snapshot()):
         task.cancel()
-    await asyncio.gather(*bot.service.runner._tasks, return_exceptions=True)
-    if bot.service._sweeper:
-        bot.service._sweeper.cancel()
+    await asyncio.gather(*bot.service.tasks.snapshot(), return_exceptions=True)
+    await bot.service.stop_sweeper()
     if h._runner is not None:
         await h._runner.cleanup()
         h._runner = None
@@ -139,11 +138,11 @@ async def test_one_failed_lease_renewal_does_not_hand_a_running_tool_to_another_
 async def test_cards_a_process_failed_to_post_are_posted_by_the_sweep(
     harness: Harness, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    import bot.service
+    import bot.service.sweeper
 
     h = harness
-    monkeypatch.setattr(bot.service, "CARD_GRACE", __import__("datetime").timedelta(0))
-    presenter = h.driver.presenter  # whoever drives the run posts its cards
+    monkeypatch.setattr(bot.service.sweeper, "CARD_GRACE", __import__("datetime").timedelta(0))
+    presenter = h.driver.show.inner  # whoever drives the run posts its cards
     real = presenter.post_card
     failures = []
 

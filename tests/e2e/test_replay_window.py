@@ -10,7 +10,7 @@ import aiohttp
 from bot.sandbox import payloads
 from bot.sandbox.core import ResponseUrl
 from bot.sandbox.delivery import Deliverer, sign
-from bot.slack.app import ReplayGuard
+from bot.slack.middleware import ReplayGuard
 from tests.e2e.harness import SECRET, Harness
 
 

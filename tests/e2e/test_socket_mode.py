@@ -17,10 +17,10 @@ import httpx
 import pytest
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+from bot.compose import build_bot
 from bot.sandbox import SlackSandbox
 from bot.serve import free_port
 from bot.service.registry import AgentRegistry
-from bot.slack.app import build_bot
 from bot.testing import FakeModelServer
 from tests.e2e.agents import make_agents
 from tests.e2e.flows import DEPLOY, start_deploy

@@ -30,11 +30,11 @@ from typing import Any
 from aiohttp import web
 
 from bot.cli import setup_logging
+from bot.compose import build_bot
 from bot.config import Settings
 from bot.serve import serve_worker, wait_for_stop
 from bot.service.registry import AgentRegistry
-from bot.service.runner import Runner
-from bot.slack.app import build_bot
+from bot.service.runs.drive import RunDriver as Runner
 from store import Lease
 from tests.fault.agents import make_agents
 

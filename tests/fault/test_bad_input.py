@@ -30,12 +30,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from slack_sdk.signature import SignatureVerifier
 
+from bot.compose import build_bot
 from bot.config import Settings
+from bot.front import Bot
 from bot.sandbox import SlackSandbox, payloads
 from bot.sandbox.core import ResponseUrl
 from bot.serve import free_port
 from bot.service.registry import AgentRegistry
-from bot.slack.app import Bot, build_bot
 from bot.testing import FakeModelServer
 from bot.worker import EmbeddedWorker
 from tests.fault.agents import ANSWER, executions, make_agents, respond
@@ -116,7 +117,7 @@ class Live:
                 if "run_ack_function_asynchronously" in getattr(t.get_coro(), "__qualname__", "")
             ]
             worker_busy = self.worker is not None and self.worker.busy
-            return not busy and not self.bot.service.runner._tasks and not worker_busy
+            return not busy and not self.bot.service.busy and not worker_busy
 
         await eventually(idle, timeout=within, interval=0.01, what="the bot to settle")
 

@@ -16,11 +16,13 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.agent import Agent, tool
 from bot.agent.models import ModelSettings, OpenAIChatModel
+from bot.compose import build_bot
 from bot.config import Settings
+from bot.front import Bot
 from bot.sandbox import GENERAL, Person, SlackSandbox
 from bot.service import Service
 from bot.service.registry import AgentRegistry
-from bot.slack.app import Bot, ProvideService, build_bot
+from bot.slack.middleware import ProvideService
 from bot.testing import FakeModelServer
 
 SECRET = "listener-signing-secret"
@@ -73,7 +75,7 @@ class World:
     def app_with_service(self) -> AsyncApp:
         """A Bolt app with no listener yet, whose listeners reach the real service."""
         app = AsyncApp(client=self.bot.client, signing_secret=SECRET)
-        app.use(ProvideService(self.service))
+        app.use(ProvideService(self.service, self.bot.homes))
         return app
 
     async def serve(self, app: AsyncApp) -> None:
@@ -91,7 +93,7 @@ class World:
         command = self.service.parse("ops deploy v2")
         await self.service.start(command, requester=requester, team_id=None, channel_id=GENERAL)
         await self.sandbox.wait_for(lambda sb: len(self.cards()) == 1)
-        await self.bot.service.runner.idle()
+        await self.bot.service.idle()
         return self.cards()[0]
 
     def thread(self) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import pytest
 from bot.agent import Agent, AgentToolEdit, tool
 from bot.agent.models import ScriptedModel, call
 from bot.agent.vocabulary import (
-    REQUEST_OUTCOMES,
+    DECIDED_STATUSES,
     PauseKind,
     RequestKind,
     RequestStatus,
@@ -38,7 +38,7 @@ async def test_deciding_with_a_status_that_is_no_outcome_is_refused(store: Store
     (r,) = await store.requests_for_run("r1")
     with pytest.raises(ValueError, match="Unknown decision 'pending'") as refused:
         await store.decide(r.id, actor="U2", status="pending")  # type: ignore[arg-type]
-    assert all(outcome in str(refused.value) for outcome in REQUEST_OUTCOMES)
+    assert all(outcome in str(refused.value) for outcome in DECIDED_STATUSES)
     (r,) = await store.requests_for_run("r1")
     assert r.pending and await store.audit_trail("r1") == []
 

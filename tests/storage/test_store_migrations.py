@@ -23,6 +23,9 @@ TABLES = {
     "api_keys",
     "api_requests",
     "webhook_deliveries",
+    "slack_intake",
+    "slack_outbox",
+    "slack_senders",
 }
 
 

@@ -9,8 +9,8 @@ from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
 from bot.agent.models.anthropic_stream import EventAssembler
 from bot.agent.models.base import ModelSettings, ToolSpec
 from bot.agent.models.history import answer_text, is_blank, sendable
-from bot.agent.models.limits import DEFAULT_MAX_TOKENS, is_cut_off
 from bot.agent.models.provider import HttpModel
+from bot.agent.models.truncation import DEFAULT_MAX_TOKENS, is_cut_off
 
 API_VERSION = "2023-06-01"
 

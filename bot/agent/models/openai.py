@@ -9,9 +9,9 @@ from bot.agent.errors import ModelError
 from bot.agent.messages import Message, ModelResponse, ToolCall, Usage
 from bot.agent.models.base import ModelSettings, ToolSpec
 from bot.agent.models.history import answer_text, sendable
-from bot.agent.models.limits import is_cut_off
 from bot.agent.models.openai_stream import ChunkAssembler
 from bot.agent.models.provider import HttpModel
+from bot.agent.models.truncation import is_cut_off
 
 
 def _to_wire(message: Message) -> dict[str, Any]:

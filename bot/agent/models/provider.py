@@ -17,7 +17,7 @@ from bot.agent.errors import ModelError
 from bot.agent.messages import Message, ModelResponse
 from bot.agent.models.base import FinalResponse, ModelSettings, StreamEvent, TextDelta, ToolSpec
 from bot.agent.models.http import post_json, post_sse
-from bot.agent.models.limits import request_whole, stream_whole
+from bot.agent.models.truncation import request_whole, stream_whole
 
 
 class StreamAssembler(Protocol):

@@ -1,3 +1,5 @@
+# Longer than 400 lines because it is the one place that enforces every Slack Block Kit limit
+# (DESIGN.md: truncate with a visible note, never send what Slack rejects).
 """Slack Block Kit limits, in one place: cut helpers and validators.
 
 Builders cut user data with a visible note; `validate_message` / `validate_view` raise

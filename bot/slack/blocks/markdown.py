@@ -216,6 +216,7 @@ def markdown_messages(
     footer_blocks: int = 1,
     max_messages: int = MAX_MESSAGES,
 ) -> list[dict[str, Any]]:
+    # Longer than 60 lines because splitting never inside a code fence is one loop.
     """Messages (`text` + `blocks`) showing `markdown`, each leaving room for `footer_blocks`.
 
     Every message holds ≤ 12,000 markdown characters and at most one table, which ends its

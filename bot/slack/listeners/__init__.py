@@ -1,7 +1,8 @@
 """Thin listeners: parse the payload, ack, hand over to the service, render the result.
 
 Every listener is a module-level function taking Bolt's arguments by name; it reaches the
-Service through `service_of(context)`, put there by the middleware `bot.slack.app` installs.
+Service through `service_of(context)`, put there by the middleware
+`bot.slack.middleware.ProvideService`.
 """
 
 from __future__ import annotations

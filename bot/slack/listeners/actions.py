@@ -16,7 +16,7 @@ from bot.slack.blocks import modals
 from bot.slack.blocks.data import CardInfo
 from bot.slack.ids import BUTTON_DECISION, ActionId
 from bot.slack.listeners.common import actor_from, service_of, tell_actor
-from bot.slack.render import card_info
+from bot.slack.render import card_info, slack_text
 from store import ApprovalRequestRecord, RunRecord
 
 log = logging.getLogger("sayso.slack")
@@ -108,7 +108,7 @@ async def fill_view(client: AsyncWebClient, view_id: str, view: dict[str, Any]) 
 
 
 async def refuse_in_view(client: AsyncWebClient, view_id: str, text: str) -> None:
-    await fill_view(client, view_id, modals.notice_modal("Not possible", text))
+    await fill_view(client, view_id, modals.notice_modal("Not possible", slack_text(text)))
 
 
 async def on_approve(

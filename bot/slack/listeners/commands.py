@@ -12,7 +12,7 @@ from slack_sdk.errors import SlackApiError
 from bot.slack.blocks import messages
 from bot.slack.ids import SLASH_COMMAND
 from bot.slack.listeners.common import service_of
-from bot.slack.render import agent_infos
+from bot.slack.render import agent_infos, slack_text
 
 log = logging.getLogger("sayso.slack")
 
@@ -30,7 +30,7 @@ async def on_sayso(
     service = service_of(context)
     parsed = service.parse(command.get("text", ""))
     if parsed.kind == "help":
-        await ack(**messages.help_message(agent_infos(service.agents, service.runner.policies)))
+        await ack(**messages.help_message(agent_infos(service.agents, service.policies)))
         return
     if parsed.kind == "error":
         await ack(text=parsed.message)
@@ -48,7 +48,7 @@ async def on_sayso(
             channel_id=command["channel_id"],
         )
         if not outcome.ok and outcome.message:  # who may start, how often: for them alone
-            await respond(text=outcome.message, response_type="ephemeral")
+            await respond(text=slack_text(outcome.message), response_type="ephemeral")
     except SlackApiError as exc:
         error = exc.response.get("error")
         log.warning("event=start_failed channel=%s error=%s", command.get("channel_id"), error)

@@ -10,12 +10,16 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import Actor, Service
+from bot.slack.render import slack_text
 from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.slack")
 
 SERVICE_KEY: Final = "sayso_service"
 """Where the app's middleware puts the Service in each request's Bolt context."""
+
+HOMES_KEY: Final = "sayso_homes"
+"""Where the app's middleware puts the App Home refresher (bot/slack/home_refresh.py)."""
 
 # chat.postEphemeral errors meaning the person cannot see it there: tell them in a DM instead
 UNSEEN = ("user_not_in_channel", "channel_not_found", "not_in_channel", "is_archived")
@@ -27,6 +31,13 @@ def service_of(context: AsyncBoltContext) -> Service:
     if not isinstance(service, Service):
         raise RuntimeError("no Service in the Bolt context: build the app with build_bot()")
     return service
+
+
+async def refresh_home(context: AsyncBoltContext, user_id: str) -> None:
+    """Publish this person's App Home again (coalesced), when this app shows one."""
+    homes = context.get(HOMES_KEY)
+    if homes is not None:
+        await homes.refresh(user_id)
 
 
 def actor_from(body: dict[str, Any]) -> Actor:
@@ -54,6 +65,7 @@ async def tell(
     """An ephemeral message to one person (a DM when there is no channel or they can't see it).
 
     `text` is our own mrkdwn (mentions allowed), never a person's input."""
+    text = slack_text(text)
     try:
         if channel:
             try:

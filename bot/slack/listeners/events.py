@@ -10,7 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import Service
 from bot.slack.blocks import messages
-from bot.slack.listeners.common import service_of, tell
+from bot.slack.listeners.common import refresh_home, service_of, tell
 from bot.slack.render import agent_infos
 
 log = logging.getLogger("sayso.slack")
@@ -52,7 +52,7 @@ async def on_mention(
         await client.chat_postEphemeral(
             channel=channel,
             user=user,
-            **messages.help_message(agent_infos(service.agents, service.runner.policies)),
+            **messages.help_message(agent_infos(service.agents, service.policies)),
         )
         return
     if parsed.kind == "error":
@@ -95,7 +95,7 @@ async def on_home_opened(event: dict[str, Any], context: AsyncBoltContext) -> No
     """The App Home tab opened: publish what waits for this person."""
     if event.get("tab", "home") != "home":
         return
-    await service_of(context).presenter.refresh_home(event["user"])
+    await refresh_home(context, event["user"])
 
 
 def register(app: AsyncApp) -> None:

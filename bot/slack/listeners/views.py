@@ -14,6 +14,7 @@ from bot.service import OUTPUT_FIELD, REASON_FIELD, Service
 from bot.slack.blocks import modals
 from bot.slack.ids import SUBMIT_DECISION, BlockId, CallbackId
 from bot.slack.listeners.common import actor_from, service_of, tell_actor
+from bot.slack.render import slack_text
 from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.slack")
@@ -45,8 +46,8 @@ def _field_errors(
         errors = {**errors, OUTPUT_INPUT[callback_id]: errors[OUTPUT_FIELD]}
     if callback_id is CallbackId.EDIT and REASON_FIELD in errors:
         errors = {**errors, BlockId.EDIT_REASON_INPUT: errors[REASON_FIELD]}
-    shown = {k: v for k, v in errors.items() if k in inputs}
-    return shown or ({inputs[0]: message} if inputs else {})
+    shown = {k: slack_text(v) for k, v in errors.items() if k in inputs}
+    return shown or ({inputs[0]: slack_text(message)} if inputs else {})
 
 
 async def _submit(

@@ -2,7 +2,7 @@
 key's own policy (approvers, quorum, self-approval, default expiry, requests per minute).
 
 Revision ID: 0007_security
-Revises: 0006_api
+Revises: 0008_durable_slack
 Create Date: 2026-12-01
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007_security"
-down_revision = "0006_api"
+down_revision = "0008_durable_slack"  # chained after main's 0008 at the merge of main
 branch_labels = None
 depends_on = None
 

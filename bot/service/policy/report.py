@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from bot.agent import Agent, Tool
-from bot.service.policies import Policies
-from bot.service.policy import EffectivePolicy, apply_rule, evaluate
+from bot.service.policy.effective import Policies
+from bot.service.policy.rules import EffectivePolicy, apply_rule, evaluate
 from bot.service.registry import AgentRegistry
 
 COLUMNS = ("agent", "tool", "approval", "approvers", "quorum", "self", "reason", "escalation")
@@ -25,17 +25,17 @@ def _span(seconds: float) -> str:
     return f"{int(seconds)}s"
 
 
-def needs_approval(runner: Policies, agent: Agent, tool: Tool) -> str:
+def needs_approval(policies: Policies, agent: Agent, tool: Tool) -> str:
     """`always`, `never`, `by rule`, `answer` (manual, hitl) or `callable`, for the table."""
     if tool.kind in ("manual", "hitl"):
         return "answer"
-    book = runner.policy_file
+    book = policies.policy_file
     override = book.override(agent.id, tool.name) if book else None
     if override is not None and override.require_approval is not None:
         return "always" if override.require_approval else "never"
     if tool.kind == "approval" or tool.require_approval is True:
         return "always"
-    rules = runner.tool_settings(agent, tool).rules
+    rules = policies.tool_settings(agent, tool).rules
     if rules and (tool.require_approval is None or tool.asks_by_rules):
         return "by rule"
     if callable(tool.require_approval):
@@ -43,28 +43,28 @@ def needs_approval(runner: Policies, agent: Agent, tool: Tool) -> str:
     return "always" if agent.require_approval is True else "never"
 
 
-def rows(runner: Policies, agents: AgentRegistry) -> list[dict[str, str]]:
+def rows(policies: Policies, agents: AgentRegistry) -> list[dict[str, str]]:
     """One row per tool, and one more per rule (its overrides)."""
     out: list[dict[str, str]] = []
     for agent in agents:
         for tool in agent.tools.values():
-            own = runner.tool_settings(agent, tool)
-            base = without_rules(runner, agent, tool)
-            out.append(_row(agent.id, tool.name, needs_approval(runner, agent, tool), base))
+            own = policies.tool_settings(agent, tool)
+            base = without_rules(policies, agent, tool)
+            out.append(_row(agent.id, tool.name, needs_approval(policies, agent, tool), base))
             for index, rule in enumerate(own.rules):
                 label = rule.name or f"rule {index + 1}"
                 out.append(_row(agent.id, f"  └ {label}", "", apply_rule(base, index, rule)))
     return out
 
 
-def without_rules(runner: Policies, agent: Agent, tool: Tool) -> EffectivePolicy:
-    own = replace(runner.tool_settings(agent, tool), rules=())
+def without_rules(policies: Policies, agent: Agent, tool: Tool) -> EffectivePolicy:
+    own = replace(policies.tool_settings(agent, tool), rules=())
     return evaluate(
         agent,
         own,
         {},
-        default_approvers=runner.default_approvers,
-        default_ttl=runner.approval_ttl,
+        default_approvers=policies.default_approvers,
+        default_ttl=policies.approval_ttl,
     )
 
 
@@ -94,14 +94,14 @@ def table(rows_: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def explain(runner: Policies, agent: Agent, tool: Tool, arguments: dict[str, Any]) -> str:
+def explain(policies: Policies, agent: Agent, tool: Tool, arguments: dict[str, Any]) -> str:
     """Which rule applies to a call with these arguments, and why, in a few lines."""
-    p = runner.call_policy(agent, tool, arguments)
+    p = policies.call_policy(agent, tool, arguments)
     lines = [
         f"{agent.id}.{tool.name} {json.dumps(arguments, ensure_ascii=False)}",
         f"rule: {p.rule or '(none: the tool settings)'}",
         f"why: {p.why}",
-        f"needs approval: {needs_approval(runner, agent, tool)}",
+        f"needs approval: {needs_approval(policies, agent, tool)}",
         f"approvers: {_who(p.approvers)}",
         f"min_approvals: {p.min_approvals}",
         f"allow_self_approval: {'yes' if p.allow_self_approval else 'no'}",

@@ -41,7 +41,7 @@ import yaml
 from bot.agent import Agent, Tool
 from bot.agent.rules import Rule
 from bot.agent.util import parse_duration
-from bot.service.policy import ToolSettings, tool_settings
+from bot.service.policy.rules import ToolSettings, tool_settings
 from bot.service.registry import AgentRegistry
 
 PRINCIPAL = re.compile(r"^[UWS][A-Z0-9_]+$")

@@ -23,6 +23,7 @@ from bot.agent.util import utcnow
 from bot.service.outcome import Actor, Outcome
 from bot.service.permissions import LOOKUP_FAILED, describe, may_decide
 from bot.service.ports import Directory
+from bot.service.text import channel
 from store import StartLimit, StartLimitReached, Store
 
 log = logging.getLogger("sayso.service")
@@ -90,7 +91,7 @@ async def may_start(
 ) -> str | None:
     """None when `actor` may start a run of `agent` in `channel_id`, else why not."""
     if agent.channels and channel_id not in agent.channels:
-        where = ", ".join(f"<#{c}>" for c in agent.channels)
+        where = ", ".join(channel(c) for c in agent.channels)
         return f"`{agent.id}` answers only in {where}: start it there."
     verdict = await may_decide(
         directory,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.agent import Agent, Tool, ToolCall
-from bot.service.policy import EffectivePolicy, ToolSettings, evaluate, tool_settings
-from bot.service.policy_file import PolicyFile
+from bot.agent import Agent, PendingToolCall, RunResult, Tool, ToolCall
+from bot.service.policy.file import PolicyFile
+from bot.service.policy.rules import EffectivePolicy, ToolSettings, evaluate, tool_settings
+from store import RequestPolicy
 
 
 class Policies:
@@ -62,3 +63,26 @@ class Policies:
             return await agent.call_kind(call, context) == "approval"
 
         return needs
+
+    def request_policy(
+        self, agent: Agent
+    ) -> Callable[[RunResult, PendingToolCall | None], RequestPolicy]:
+        """The policy a new approval request of `agent` is stored with (the store asks, once
+        per request, as a pause is saved)."""
+
+        def policy(result: RunResult, pending: PendingToolCall | None) -> RequestPolicy:
+            tool = agent.tools.get(pending.call.name) if pending else None
+            now = datetime.now(UTC)
+            if tool is None or pending is None or pending.kind != "approval":
+                approvers = (tool.approvers if tool else ()) or agent.approvers
+                ttl = self.approval_ttl
+                if tool is not None and tool.expires_in is not None:
+                    ttl = timedelta(seconds=tool.expires_in)
+                return RequestPolicy(
+                    approvers=list(approvers or self.default_approvers),
+                    expires_at=now + ttl,
+                    allow_self_approval=tool.allow_self_approval if tool else True,
+                )
+            return self.call_policy(agent, tool, pending.call.arguments).request_policy(now)
+
+        return policy

@@ -1,0 +1,78 @@
+"""What a run shows where it stops: its cards (unless a standing approval covers the call), its
+answer or its failure, and its status."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.agent import RunResult
+from bot.service.continuation import render_output
+from bot.service.ports import Answered, Failed, Status
+from bot.service.presenting import SafePresenter
+from store import ApprovalRequestRecord, RunRecord, Store
+
+log = logging.getLogger("sayso.service")
+
+UnderStanding = Callable[[RunRecord, ApprovalRequestRecord], Awaitable[bool]]
+
+
+class RunPresenter:
+    def __init__(
+        self, store: Store, show: SafePresenter, under_standing: UnderStanding, cpu_slots: int
+    ) -> None:
+        self.store = store
+        self.show = show
+        self.under_standing = under_standing
+        """Approve a call a standing approval covers (the decider's); True when it did."""
+        self.cpu = asyncio.Semaphore(cpu_slots)
+        """Runs doing store and Slack work at once (loading, presenting)."""
+
+    async def present(self, result: RunResult, run: RunRecord | None = None) -> None:
+        """Show where a run stopped: new cards, the final answer, or the failure (`run`: its
+        row as saved, when the caller knows it)."""
+        async with self.cpu:
+            await self._present(result, run)
+
+    async def _present(self, result: RunResult, run: RunRecord | None) -> None:
+        if run is None or run.id != result.run.id:
+            run = await self.store.get_run(result.run.id)
+        if run is None:
+            return
+        status = result.run.status
+        if status == "waiting_for_human" and result.run.pause is not None:
+            await self.post_cards(run.id, run)
+        elif status == "completed":
+            last = result.run.messages[-1] if result.run.messages else None
+            cut = bool(last and last.truncated)
+            await self.show.run_changed(run, Answered(render_output(result.output), cut))
+        elif status == "failed":
+            await self.show.run_changed(run, Failed(result.run.error or "unknown error"))
+        follow_up = bool(result.run.context.get("follow_up"))
+        await self.show.run_changed(run, Status(follow_up=follow_up))
+
+    async def repost_cards(self, run_id: str) -> None:
+        """Post cards that a dead process never posted; the lease makes one replica do it."""
+        lease = await self.store.claim_run(run_id)
+        if lease is None:
+            return
+        try:
+            log.warning("event=cards_missing run_id=%s: posting them", run_id)
+            await self.post_cards(run_id)
+        finally:
+            await self.store.release(lease)
+
+    async def post_cards(self, run_id: str, run: RunRecord | None = None) -> None:
+        if run is None:
+            run = await self.store.get_run(run_id)
+        if run is None:
+            return
+        for request in await self.store.current_requests(run_id):
+            if request.message_ts is not None or request.status != "pending":
+                continue
+            if await self.under_standing(run, request):
+                continue
+            place = await self.show.post_card(run, request)
+            if place is not None:
+                await self.store.set_request_message(request.id, place.channel_id, place.ts)

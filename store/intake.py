@@ -1,0 +1,184 @@
+"""The Slack intake: what a person did is a row before it is acknowledged (issue 22).
+
+A listener verifies the request, `record`s the payload under a key made of Slack's own ids
+(a retried delivery or a double click is the same row: insert-ignore), then acks, then
+processes the row and marks it `done`. The recording replica holds the row for `lease`
+seconds; a row still pending after that (its process died between the ack and `done`) is
+claimed by any replica (`claim`, PostgreSQL `FOR UPDATE SKIP LOCKED`) and processed again:
+processing must be idempotent (the decide path already is: a click recorded twice decides
+once).
+
+Keys (the listeners choose; examples): `action:{container message ts}:{action_ts}:{user}`,
+`view:{view_id}:{view hash}`, `command:{trigger_id}`, `event:{event_id}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from bot.agent.util import utcnow
+from store.db import Database, insert_ignore
+from store.schema import slack_intake as it
+
+PENDING, DONE = "pending", "done"
+
+
+@dataclass(frozen=True)
+class IntakeRow:
+    key: str
+    kind: str
+    payload: dict[str, Any]
+    status: str
+    received_at: datetime
+    attempts: int
+    claim_owner: str | None
+    claim_expires_at: datetime | None
+    done_at: datetime | None
+    result: Any
+
+
+def _row(row: Any) -> IntakeRow:
+    m = row._mapping
+    return IntakeRow(**{c.name: m[c.name] for c in it.columns})
+
+
+def _free(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.or_(it.c.claim_owner.is_(None), it.c.claim_expires_at < now)
+
+
+class Intake:
+    """Recorded Slack interactions: `record` before the ack, `done` after processing."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def record(
+        self,
+        key: str,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        owner: str | None = None,
+        lease: float = 30.0,
+    ) -> bool:
+        """Insert the interaction unless its key is known; True when it is new. With `owner`
+        the new row is held by it for `lease` seconds (it processes the row inline; others
+        take it over only if it has not called `done` by then)."""
+        now = utcnow()
+        statement = insert_ignore(self.db, it).values(
+            key=key,
+            kind=kind,
+            payload=payload,
+            status=PENDING,
+            received_at=now,
+            attempts=1 if owner else 0,
+            claim_owner=owner,
+            claim_expires_at=now + timedelta(seconds=lease) if owner else None,
+        )
+        async with self.db.write() as conn:
+            result = await conn.execute(statement.on_conflict_do_nothing(index_elements=["key"]))
+        return result.rowcount == 1
+
+    async def claim(
+        self, owner: str, lease: float = 30.0, *, limit: int = 10, now: datetime | None = None
+    ) -> list[IntakeRow]:
+        """Claim up to `limit` pending rows nobody holds (never claimed, or their holder's
+        lease lapsed), oldest first, for `lease` seconds."""
+        now = now or utcnow()
+        query = (
+            sa.select(it.c.key, it.c.attempts)
+            .where(it.c.status == PENDING, _free(now))
+            .order_by(it.c.received_at)
+            .limit(limit)
+        )
+        if self.db.is_postgres:
+            query = query.with_for_update(skip_locked=True)
+        keys: list[str] = []
+        async with self.db.write() as conn:
+            for row in (await conn.execute(query)).all():
+                written = await conn.execute(
+                    it.update()
+                    .where(it.c.key == row.key, it.c.attempts == row.attempts, _free(now))
+                    .values(
+                        claim_owner=owner,
+                        claim_expires_at=now + timedelta(seconds=lease),
+                        attempts=row.attempts + 1,
+                    )
+                )
+                if written.rowcount == 1:
+                    keys.append(row.key)
+            if not keys:
+                return []
+            rows = (await conn.execute(sa.select(it).where(it.c.key.in_(keys)))).all()
+        order = {k: i for i, k in enumerate(keys)}
+        return sorted((_row(r) for r in rows), key=lambda r: order[r.key])
+
+    async def claim_one(self, key: str, owner: str, lease: float = 30.0) -> IntakeRow | None:
+        """Claim one pending row by key (None if done, unknown, or held by someone else)."""
+        now = utcnow()
+        async with self.db.write() as conn:
+            written = await conn.execute(
+                it.update()
+                .where(it.c.key == key, it.c.status == PENDING, _free(now))
+                .values(
+                    claim_owner=owner,
+                    claim_expires_at=now + timedelta(seconds=lease),
+                    attempts=it.c.attempts + 1,
+                )
+            )
+            if written.rowcount != 1:
+                return None
+            row = (await conn.execute(sa.select(it).where(it.c.key == key))).first()
+        return _row(row) if row else None
+
+    async def release(self, key: str, owner: str) -> bool:
+        """Give a held row back unprocessed: any replica may claim it at once."""
+        async with self.db.write() as conn:
+            result = await conn.execute(
+                it.update()
+                .where(it.c.key == key, it.c.claim_owner == owner, it.c.status == PENDING)
+                .values(claim_owner=None, claim_expires_at=None)
+            )
+        return result.rowcount == 1
+
+    async def done(self, key: str, result: Any = None) -> bool:
+        """The row was processed (`result`: a small JSON summary). True the first time."""
+        now = utcnow()
+        async with self.db.write() as conn:
+            written = await conn.execute(
+                it.update()
+                .where(it.c.key == key, it.c.status == PENDING)
+                .values(
+                    status=DONE,
+                    done_at=now,
+                    result=result,
+                    claim_owner=None,
+                    claim_expires_at=None,
+                )
+            )
+        return written.rowcount == 1
+
+    async def get(self, key: str) -> IntakeRow | None:
+        async with self.db.read() as conn:
+            row = (await conn.execute(sa.select(it).where(it.c.key == key))).first()
+        return _row(row) if row else None
+
+    async def pending_count(self) -> int:
+        async with self.db.read() as conn:
+            count = await conn.scalar(
+                sa.select(sa.func.count()).select_from(it).where(it.c.status == PENDING)
+            )
+        return int(count or 0)
+
+    async def purge(self, older_than: timedelta) -> int:
+        """Delete processed rows received before now - older_than."""
+        cutoff = utcnow() - older_than
+        async with self.db.write() as conn:
+            result = await conn.execute(
+                it.delete().where(it.c.status == DONE, it.c.received_at < cutoff)
+            )
+        return int(result.rowcount or 0)

@@ -1,0 +1,553 @@
+# Longer than 400 lines because the crash-safety argument (claim, unsure, adopt, mark) is one
+# protocol, kept readable in one place (docs/architecture.md, "Durable Slack").
+"""The Slack outbox: what sayso shows in Slack is a row before it is sent (issue 22).
+
+Design (docs/architecture-outbox.md has the long form)
+
+- **One row per logical Slack message**, keyed by a stable key the caller chooses:
+  `card:{request_id}`, `root:{run_id}`, `answer:{run_id}:{part}`, `home:{team}:{user}`,
+  `ephemeral:{uuid}`. The row holds the target (channel, thread_ts, or `thread_key`: the thread
+  is another row's message; user for views.publish and ephemerals), the kind (`message`,
+  `ephemeral`, `home`, `stream`), the latest desired payload (Web API arguments: text, blocks,
+  metadata, view, markdown_text...) with its `version`, the `sent_version`, the Slack `ts` once
+  posted, attempts, `next_attempt_at`, an optional `expires_at`, and a claim (token + expiry).
+- **Latest state wins.** `put` on a row not yet sent replaces its payload; on a row already
+  posted it bumps `version`, so the dispatcher sends one `chat.update` with the latest payload
+  however many puts came meanwhile. A row is `pending` while `version > sent_version`.
+- **Claims.** `claim_due` takes due rows nobody holds (PostgreSQL: `FOR UPDATE SKIP LOCKED`),
+  oldest first, and marks them claimed with a token and an expiry: one dispatcher per row at a
+  time, so the versions of one message go out in order. `after_key` / `thread_key` hold a row
+  back until the row it follows has its `ts`.
+- **No double posts.** Posting is the only call that is not idempotent. The claim of a row
+  without `ts` sets `unsure` in the same committed transaction, before any HTTP. `mark_sent`
+  (the post's ts) and `mark_failed(maybe_sent=False)` (Slack certainly did nothing: a 429, an
+  error answer, a refused connection, a 503) clear it. A crash, a timeout or a torn connection
+  leaves it set, and whoever claims the row next (any replica, once the claim expired) must
+  first look for a message carrying `metadata.event_payload.key == key` in the thread or
+  channel (the dispatcher posts every message with that metadata) and adopt its ts instead of
+  posting again. A dispatcher never starts a call unless its claim outlives the call's timeout
+  (plus a margin), so no two dispatchers can have a post of the same row in flight.
+- **Expiry.** Ephemerals and response_url answers carry `expires_at`: past it they are dropped
+  (state `dropped`), never sent late.
+- **Wake.** `put` notifies `sayso_outbox` (PostgreSQL, in the put's transaction) and the
+  in-process subscribers, so a dispatcher sends at once; its sweep is the safety net.
+- **One sender.** `hold_sender` is a lease in `slack_senders`: Slack's limits are per
+  workspace, so one dispatcher at a time paces them exactly; a standby takes over when the
+  lease lapses (the row claims above still make every row go out once during a hand-over).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from bot.agent.util import utcnow
+from store.db import Database, insert_ignore
+from store.notify import ChannelListener
+from store.schema import slack_outbox as ob
+from store.schema import slack_senders
+
+log = logging.getLogger("sayso.store")
+
+CHANNEL = "sayso_outbox"
+"""PostgreSQL NOTIFY channel: an outbox row became due (the payload is its key)."""
+
+KINDS = ("message", "ephemeral", "home", "stream")
+PENDING, SENT, DROPPED, FAILED = "pending", "sent", "dropped", "failed"
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    """A claimed row: everything the dispatcher needs to send its latest version."""
+
+    key: str
+    kind: str
+    team_id: str | None
+    channel: str | None
+    thread_ts: str | None  # resolved from `thread_key` when the row names one
+    thread_key: str | None
+    user_id: str | None
+    payload: dict[str, Any]
+    version: int
+    sent_version: int
+    ts: str | None
+    progress: int
+    unsure: bool
+    attempts: int
+    expires_at: datetime | None
+    created_at: datetime
+    claim_token: str | None
+    claim_expires_at: datetime | None
+    state: str = PENDING
+    last_error: str | None = None
+
+
+def _row(m: Any, thread_ts: str | None = None) -> OutboxRow:
+    return OutboxRow(
+        key=m["key"],
+        kind=m["kind"],
+        team_id=m["team_id"],
+        channel=m["channel"],
+        thread_ts=thread_ts or m["thread_ts"],
+        thread_key=m["thread_key"],
+        user_id=m["user_id"],
+        payload=dict(m["payload"] or {}),
+        version=m["version"],
+        sent_version=m["sent_version"],
+        ts=m["ts"],
+        progress=m["progress"],
+        unsure=bool(m["unsure"]),
+        attempts=m["attempts"],
+        expires_at=m["expires_at"],
+        created_at=m["created_at"],
+        claim_token=m["claim_token"],
+        claim_expires_at=m["claim_expires_at"],
+        state=m["state"],
+        last_error=m["last_error"],
+    )
+
+
+def _free(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.or_(ob.c.claim_token.is_(None), ob.c.claim_expires_at < now)
+
+
+def _waits_for(column: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+    """The row named by `column` exists, is not given up, and has no ts yet."""
+    other = ob.alias("waited")
+    return sa.exists().where(other.c.key == column, other.c.ts.is_(None), other.c.state == PENDING)
+
+
+def _due(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        ob.c.state == PENDING,
+        ob.c.next_attempt_at <= now,
+        _free(now),
+        sa.or_(ob.c.expires_at.is_(None), ob.c.expires_at > now),
+        ~_waits_for(ob.c.thread_key),
+        ~_waits_for(ob.c.after_key),
+    )
+
+
+def _ours(key: str, claim: str | None) -> sa.ColumnElement[bool]:
+    if claim is None:
+        return ob.c.key == key
+    return sa.and_(ob.c.key == key, ob.c.claim_token == claim)
+
+
+class Outbox:
+    """The outbox repository: `put` desired states; dispatchers `claim_due` and mark them."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._subscribers: list[Callable[[str | None], None]] = []
+
+    # -- writers (the presenter) ------------------------------------------------------------
+
+    async def put(
+        self,
+        key: str,
+        *,
+        kind: str = "message",
+        channel: str | None = None,
+        thread_ts: str | None = None,
+        thread_key: str | None = None,
+        after: str | None = None,
+        user: str | None = None,
+        team: str | None = None,
+        text: str | None = None,
+        blocks: list[dict[str, Any]] | None = None,
+        payload: dict[str, Any] | None = None,
+        expires_in: float | None = None,
+        delay: float = 0.0,
+        conn: AsyncConnection | None = None,
+    ) -> int:
+        """Set the latest desired state of `key`; returns its version.
+
+        `payload` holds the Web API arguments (text and blocks may be given on their own);
+        `thread_key` names the row whose message is the thread, `after` a row that must be
+        posted first. `expires_in` (seconds) drops the row when it could not be sent in
+        time. `delay` holds a row that had nothing pending for that long (a debounce: puts
+        arriving meanwhile coalesce); a row already pending keeps its time. With `conn`, the
+        put joins the caller's transaction (the caller wakes the dispatcher: `wake(key)`)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown outbox kind {kind!r} (one of {', '.join(KINDS)})")
+        body = dict(payload or {})
+        if text is not None:
+            body["text"] = text
+        if blocks is not None:
+            body["blocks"] = blocks
+        target = {
+            "kind": kind,
+            "team_id": team,
+            "channel": channel,
+            "thread_ts": thread_ts,
+            "thread_key": thread_key,
+            "after_key": after,
+            "user_id": user,
+        }
+        if conn is not None:
+            return await self._put(conn, key, target, body, expires_in, delay)
+        async with self.db.write() as own:
+            version = await self._put(own, key, target, body, expires_in, delay)
+            await self._notify(own, key)
+        self._wake_local(key)
+        return version
+
+    async def _put(
+        self,
+        conn: AsyncConnection,
+        key: str,
+        target: dict[str, Any],
+        body: dict[str, Any],
+        expires_in: float | None,
+        delay: float,
+    ) -> int:
+        now = utcnow()
+        expires = now + timedelta(seconds=expires_in) if expires_in is not None else None
+        query = sa.select(ob.c.version, ob.c.state, ob.c.ts)
+        query = query.where(ob.c.key == key)
+        if self.db.is_postgres:
+            query = query.with_for_update()
+        seen = (await conn.execute(query)).first()
+        if seen is None:
+            inserted = await conn.execute(
+                _insert_ignore(self.db).values(
+                    key=key,
+                    state=PENDING,
+                    payload=body,
+                    version=1,
+                    sent_version=0,
+                    progress=0,
+                    unsure=False,
+                    attempts=0,
+                    next_attempt_at=now + timedelta(seconds=delay),
+                    expires_at=expires,
+                    created_at=now,
+                    updated_at=now,
+                    pending_since=now,
+                    **target,
+                )
+            )
+            if inserted.rowcount == 1:
+                return 1
+            return await self._put(conn, key, target, body, expires_in, delay)  # raced
+        idle = seen.state != PENDING
+        values: dict[str, Any] = {
+            "payload": body,
+            "version": seen.version + 1,
+            "state": PENDING,
+            "updated_at": now,
+            "last_error": None,
+        }
+        if expires is not None:
+            values["expires_at"] = expires
+        if idle:  # nothing was pending: due now (or after the debounce)
+            values["next_attempt_at"] = now + timedelta(seconds=delay)
+            values["attempts"] = 0
+            values["pending_since"] = now
+        if seen.ts is None:  # the target is fixed once posted; before, a newer put moves it
+            values.update({k: v for k, v in target.items() if v is not None and k != "kind"})
+        await conn.execute(
+            ob.update().where(ob.c.key == key, ob.c.version == seen.version).values(**values)
+        )
+        return int(seen.version) + 1
+
+    # -- the dispatcher -----------------------------------------------------------------------
+
+    async def claim_due(
+        self,
+        owner: str,
+        limit: int = 20,
+        now: datetime | None = None,
+        *,
+        lease_seconds: float = 60.0,
+    ) -> list[OutboxRow]:
+        """Claim up to `limit` due rows, oldest first (PostgreSQL: `FOR UPDATE SKIP LOCKED`,
+        so dispatchers claiming at once take different rows). A claimed row without a ts is
+        marked `unsure` in the same transaction, before anything is sent. `owner` is logged
+        only: each claim carries a fresh token, the fencing token of `mark_*`."""
+        if limit <= 0:
+            return []
+        now = now or utcnow()
+        expires = now + timedelta(seconds=lease_seconds)
+        query = (
+            sa.select(ob).where(_due(now)).order_by(ob.c.next_attempt_at, ob.c.created_at)
+        ).limit(limit)
+        if self.db.is_postgres:
+            query = query.with_for_update(skip_locked=True, of=ob)
+        claimed: list[OutboxRow] = []
+        async with self.db.write() as conn:
+            rows = (await conn.execute(query)).all()
+            threads = await self._thread_ts(conn, [r.thread_key for r in rows if r.thread_key])
+            for r in rows:
+                token = uuid.uuid4().hex
+                unsure = bool(r.unsure) or (r.ts is None and r.kind in ("message", "stream"))
+                written = await conn.execute(
+                    ob.update()
+                    .where(ob.c.key == r.key, ob.c.version == r.version, _free(now))
+                    .values(claim_token=token, claim_expires_at=expires, unsure=unsure)
+                )
+                if written.rowcount != 1:
+                    continue
+                m = dict(r._mapping)
+                m.update(claim_token=token, claim_expires_at=expires)
+                # `unsure` as it was before this claim: did an earlier attempt maybe post?
+                claimed.append(_row(m, threads.get(r.thread_key or "")))
+        if claimed:
+            log.debug("event=outbox_claimed owner=%s rows=%d", owner, len(claimed))
+        return claimed
+
+    @staticmethod
+    async def _thread_ts(conn: AsyncConnection, keys: list[str]) -> dict[str, str]:
+        if not keys:
+            return {}
+        rows = await conn.execute(sa.select(ob.c.key, ob.c.ts).where(ob.c.key.in_(set(keys))))
+        return {r.key: r.ts for r in rows if r.ts}
+
+    async def mark_sent(
+        self,
+        key: str,
+        version: int,
+        ts: str | None = None,
+        *,
+        claim: str | None = None,
+        progress: int | None = None,
+    ) -> bool:
+        """`version` reached Slack (`ts`: the message's, once posted). The row stays pending
+        when a newer version was put meanwhile. With `claim`, only that claim's holder may
+        (False otherwise; a ts is still recorded if the row had none)."""
+        now = utcnow()
+        values: dict[str, Any] = {
+            "sent_version": sa.func.max(ob.c.sent_version, version)
+            if not self.db.is_postgres
+            else sa.func.greatest(ob.c.sent_version, version),
+            "state": sa.case((ob.c.version > version, PENDING), else_=SENT),
+            "next_attempt_at": now,
+            "claim_token": None,
+            "claim_expires_at": None,
+            "unsure": False,
+            "attempts": 0,
+            "last_error": None,
+            "updated_at": now,
+        }
+        if ts is not None:
+            values["ts"] = sa.func.coalesce(ob.c.ts, ts)
+        if progress is not None:
+            values["progress"] = progress
+        async with self.db.write() as conn:
+            result = await conn.execute(ob.update().where(_ours(key, claim)).values(**values))
+            if result.rowcount != 1 and ts is not None:  # our claim lapsed: keep the fact
+                await conn.execute(
+                    ob.update().where(ob.c.key == key).values(ts=sa.func.coalesce(ob.c.ts, ts))
+                )
+        return result.rowcount == 1
+
+    async def mark_failed(
+        self,
+        key: str,
+        retry_at: datetime | None,
+        error: str,
+        *,
+        claim: str | None = None,
+        maybe_sent: bool = False,
+        count: bool = True,
+    ) -> bool:
+        """The attempt failed: retry at `retry_at` (None: give up, state `failed`).
+        `maybe_sent` becomes the row's `unsure`: pass False only when neither this attempt nor
+        an earlier one (the claimed row's `unsure`) may have posted. `count=False` releases
+        the row without counting an attempt (paced, or Slack known to be down)."""
+        values: dict[str, Any] = {
+            "claim_token": None,
+            "claim_expires_at": None,
+            "last_error": error[:1000],
+            "updated_at": utcnow(),
+        }
+        if count:
+            values["attempts"] = ob.c.attempts + 1
+        values["unsure"] = maybe_sent
+        if retry_at is None:
+            values["state"] = FAILED
+        else:
+            values["next_attempt_at"] = retry_at
+        async with self.db.write() as conn:
+            result = await conn.execute(ob.update().where(_ours(key, claim)).values(**values))
+        return result.rowcount == 1
+
+    async def adopt(
+        self, key: str, ts: str, *, claim: str | None = None, progress: int | None = None
+    ) -> bool:
+        """The row's message exists in Slack (a lookup found it, or a stream just started):
+        keep its ts, so nothing is posted again (`progress`: a stream's characters sent)."""
+        values: dict[str, Any] = {
+            "ts": sa.func.coalesce(ob.c.ts, ts),
+            "unsure": False,
+            "updated_at": utcnow(),
+        }
+        if progress is not None:
+            values["progress"] = progress
+        async with self.db.write() as conn:
+            result = await conn.execute(ob.update().where(_ours(key, claim)).values(**values))
+        return result.rowcount == 1
+
+    async def drop(self, key: str, reason: str, *, claim: str | None = None) -> bool:
+        """Give the row up unsent (state `dropped`): an expired or uncertain ephemeral."""
+        async with self.db.write() as conn:
+            result = await conn.execute(
+                ob.update()
+                .where(_ours(key, claim))
+                .values(
+                    state=DROPPED,
+                    claim_token=None,
+                    claim_expires_at=None,
+                    last_error=reason,
+                    updated_at=utcnow(),
+                )
+            )
+        return result.rowcount == 1
+
+    async def drop_expired(self, now: datetime | None = None) -> list[str]:
+        """Give up pending rows past their expiry (state `dropped`); returns their keys."""
+        now = now or utcnow()
+        cond = sa.and_(ob.c.state == PENDING, ob.c.expires_at <= now, _free(now))
+        async with self.db.write() as conn:
+            keys = list((await conn.scalars(sa.select(ob.c.key).where(cond))).all())
+            if keys:
+                await conn.execute(
+                    ob.update()
+                    .where(ob.c.key.in_(keys), cond)
+                    .values(state=DROPPED, updated_at=now, last_error="expired")
+                )
+        return keys
+
+    # -- the sender lease ---------------------------------------------------------------------
+
+    async def hold_sender(self, owner: str, lease_seconds: float, scope: str = "*") -> bool:
+        """Take or renew the lease of the one dispatcher that sends (True: `owner` holds it
+        for `lease_seconds`). Slack's limits are per workspace: one sender paces them."""
+        now = utcnow()
+        expires = now + timedelta(seconds=lease_seconds)
+        async with self.db.write() as conn:
+            statement = _insert_ignore(self.db, slack_senders, "scope")
+            inserted = await conn.execute(
+                statement.values(scope=scope, owner=owner, expires_at=expires)
+            )
+            if inserted.rowcount == 1:
+                return True
+            updated = await conn.execute(
+                slack_senders.update()
+                .where(
+                    slack_senders.c.scope == scope,
+                    sa.or_(slack_senders.c.owner == owner, slack_senders.c.expires_at < now),
+                )
+                .values(owner=owner, expires_at=expires)
+            )
+        return updated.rowcount == 1
+
+    async def release_sender(self, owner: str, scope: str = "*") -> None:
+        """Give the sender lease up (a stopping dispatcher): another takes it at once."""
+        async with self.db.write() as conn:
+            await conn.execute(
+                slack_senders.delete().where(
+                    slack_senders.c.scope == scope, slack_senders.c.owner == owner
+                )
+            )
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def get(self, key: str) -> OutboxRow | None:
+        async with self.db.read() as conn:
+            row = (await conn.execute(sa.select(ob).where(ob.c.key == key))).first()
+        return _row(row._mapping) if row else None
+
+    async def ts_of(self, key: str) -> str | None:
+        """The Slack ts of the row's message once posted (None before)."""
+        async with self.db.read() as conn:
+            return await conn.scalar(sa.select(ob.c.ts).where(ob.c.key == key))
+
+    async def pending_count(self) -> int:
+        """Rows with something left to send (queue depth)."""
+        async with self.db.read() as conn:
+            count = await conn.scalar(
+                sa.select(sa.func.count()).select_from(ob).where(ob.c.state == PENDING)
+            )
+        return int(count or 0)
+
+    async def oldest_pending_age(self, now: datetime | None = None) -> float:
+        """Seconds the oldest pending row has waited (0 when none is pending)."""
+        now = now or utcnow()
+        async with self.db.read() as conn:
+            oldest = await conn.scalar(
+                sa.select(sa.func.min(ob.c.pending_since)).where(ob.c.state == PENDING)
+            )
+        if oldest is None:
+            return 0.0
+        return max(0.0, (now - _aware(oldest)).total_seconds())
+
+    async def next_due_in(self, now: datetime | None = None) -> float | None:
+        """Seconds until the earliest pending row is due (None when nothing is pending)."""
+        now = now or utcnow()
+        async with self.db.read() as conn:
+            at = await conn.scalar(
+                sa.select(sa.func.min(ob.c.next_attempt_at)).where(ob.c.state == PENDING)
+            )
+        if at is None:
+            return None
+        return max(0.0, (_aware(at) - now).total_seconds())
+
+    async def purge(self, older_than: timedelta) -> int:
+        """Delete rows with nothing left to send, unchanged for `older_than`."""
+        cutoff = utcnow() - older_than
+        async with self.db.write() as conn:
+            result = await conn.execute(
+                ob.delete().where(ob.c.state != PENDING, ob.c.updated_at < cutoff)
+            )
+        return int(result.rowcount or 0)
+
+    # -- waking dispatchers -------------------------------------------------------------------
+
+    def subscribe(self, on_due: Callable[[str | None], None]) -> Callable[[], None]:
+        """Call `on_due(key)` after each put of this process; returns the unsubscribe."""
+        self._subscribers.append(on_due)
+        return lambda: self._subscribers.remove(on_due)
+
+    def listener(self, on_due: Callable[[str | None], None]) -> ChannelListener:
+        """PostgreSQL: hear the puts of every replica (`on_due(None)` on each reconnect).
+        Start it with `.start()`, stop it with `await .close()`; a no-op on SQLite."""
+        return ChannelListener(
+            self.db, CHANNEL, lambda key: on_due(key or None), lambda: on_due(None), what="outbox"
+        )
+
+    async def wake(self, key: str) -> None:
+        """Wake dispatchers after a put made inside the caller's own transaction."""
+        if self.db.is_postgres:
+            async with self.db.write() as conn:
+                await self._notify(conn, key)
+        self._wake_local(key)
+
+    async def _notify(self, conn: AsyncConnection, key: str) -> None:
+        if self.db.is_postgres:
+            await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, key)))
+
+    def _wake_local(self, key: str) -> None:
+        for on_due in list(self._subscribers):
+            try:
+                on_due(key)
+            except Exception:  # a subscriber's bug must not fail the put
+                log.exception("event=outbox_wake_failed key=%s", key)
+
+
+def _aware(value: Any) -> datetime:
+    """min() over a SQLite column loses its type (naive UTC text); PostgreSQL keeps it."""
+    at = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def _insert_ignore(db: Database, table: sa.Table = ob, key: str = "key") -> Any:
+    return insert_ignore(db, table).on_conflict_do_nothing(index_elements=[key])
