@@ -260,6 +260,16 @@ async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
     return request_id, True
 
 
+async def key_owns_thread(db: Database, key_name: str, channel_id: str, thread_ts: str) -> bool:
+    """Did a request of this key start this thread (and no run of anything else live in it)?"""
+    query = sa.select(runs.c.agent_id).where(
+        runs.c.channel_id == channel_id, runs.c.thread_ts == thread_ts
+    )
+    async with db.read() as conn:
+        owners = set((await conn.scalars(query)).all())
+    return owners == {API_AGENT_PREFIX + key_name}
+
+
 async def by_idempotency_key(db: Database, key_name: str, idempotency_key: str) -> str | None:
     query = sa.select(api_requests.c.request_id).where(
         api_requests.c.key_name == key_name, api_requests.c.idempotency_key == idempotency_key
