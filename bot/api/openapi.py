@@ -28,6 +28,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         404: "No such request for this key.",
         409: "The idempotency key was used for a different request.",
         413: "Body over 1 MB.",
+        429: "Over the key's requests per minute (default 60): see Retry-After.",
         422: "Invalid input (the message names the field), or Slack refused the card.",
     }
     return {str(c): _json("ErrorBody", what[c]) for c in codes}
@@ -75,7 +76,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _json("CreatedRequest", "Created."),
                         "200": _json("CreatedRequest", "The request of this idempotency key."),
-                        **_errors(401, 403, 409, 413, 422),
+                        **_errors(401, 403, 409, 413, 422, 429),
                     },
                 }
             },
@@ -85,7 +86,7 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [_ID, _WAIT],
                     "responses": {
                         "200": _json("RequestState", "The request."),
-                        **_errors(401, 404, 422),
+                        **_errors(401, 404, 422, 429),
                     },
                 }
             },
@@ -99,7 +100,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                     "responses": {
                         "200": _json("RequestState", "The request."),
-                        **_errors(401, 404, 413, 422),
+                        **_errors(401, 404, 413, 422, 429),
                     },
                 }
             },
