@@ -239,9 +239,11 @@ class ApiRoutes:
 
     async def cancel(self, request: web.Request, key: ApiKey) -> web.Response:
         request_id = _request_id(request)
-        raw = await _json_body(request) if request.can_read_body else None
+        raw = await _json_body(request) if request.can_read_body else {}
+        if not isinstance(raw, dict):
+            raise ApiRefusal("invalid", "body: must be a JSON object (or no body)")
         try:
-            body = CancelBody.model_validate(raw if raw is not None else {})
+            body = CancelBody.model_validate(raw)
         except ValidationError as exc:
             raise ApiRefusal("invalid", _validation_message(exc)) from None
         detail = body.reason or "Cancelled by the caller."
