@@ -49,6 +49,23 @@ _WAIT = {
 }
 
 
+def _cancel_path() -> dict[str, Any]:
+    return {
+        "post": {
+            "summary": "Cancel a pending request",
+            "parameters": [_ID],
+            "requestBody": {
+                "required": False,
+                "content": {"application/json": {"schema": _ref("CancelBody")}},
+            },
+            "responses": {
+                "200": _json("RequestState", "The request."),
+                **_errors(401, 404, 413, 422, 429),
+            },
+        }
+    }
+
+
 @cache
 def openapi_document() -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Literal["validation"]]] = [
@@ -90,20 +107,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "/v1/requests/{id}/cancel": {
-                "post": {
-                    "summary": "Cancel a pending request",
-                    "parameters": [_ID],
-                    "requestBody": {
-                        "required": False,
-                        "content": {"application/json": {"schema": _ref("CancelBody")}},
-                    },
-                    "responses": {
-                        "200": _json("RequestState", "The request."),
-                        **_errors(401, 404, 413, 422, 429),
-                    },
-                }
-            },
+            "/v1/requests/{id}/cancel": _cancel_path(),
             "/v1/openapi.json": {
                 "get": {
                     "summary": "This document",
