@@ -42,6 +42,8 @@ class ApiKey:
     channels: tuple[str, ...]
     created_at: datetime
     revoked_at: datetime | None
+    per_minute: int | None = None
+    """Requests per minute this key may make (None: the default, 60)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,17 @@ def _key(row: Any) -> ApiKey:
         channels=tuple(row.channels or ()),
         created_at=row.created_at,
         revoked_at=row.revoked_at,
+        per_minute=row.per_minute,
     )
+
+
+async def set_key_quota(db: Database, name: str, per_minute: int | None) -> bool:
+    """Set a key's requests per minute (None: the default); False when there is no such key."""
+    async with db.write() as conn:
+        result = await conn.execute(
+            api_keys.update().where(api_keys.c.name == name).values(per_minute=per_minute)
+        )
+    return result.rowcount == 1
 
 
 # -- keys -------------------------------------------------------------------------------------
@@ -258,6 +270,16 @@ async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
             raise
         return found, False
     return request_id, True
+
+
+async def key_owns_thread(db: Database, key_name: str, channel_id: str, thread_ts: str) -> bool:
+    """Did a request of this key start this thread (and no run of anything else live in it)?"""
+    query = sa.select(runs.c.agent_id).where(
+        runs.c.channel_id == channel_id, runs.c.thread_ts == thread_ts
+    )
+    async with db.read() as conn:
+        owners = set((await conn.scalars(query)).all())
+    return owners == {API_AGENT_PREFIX + key_name}
 
 
 async def by_idempotency_key(db: Database, key_name: str, idempotency_key: str) -> str | None:

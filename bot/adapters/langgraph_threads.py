@@ -8,7 +8,10 @@
 
 Only the latest checkpoint of each namespace is kept, with its pending writes (the interrupts,
 the results of tasks that finished before them): what resuming needs, not the history.
-Checkpoints are encoded by the checkpointer's own serializer, as base64 text.
+Checkpoints are encoded by the checkpointer's own serializer, as base64 text, and decoded by
+LangGraph's strict deserializer: no pickle, and only the types LangGraph deems safe plus the
+explicit ALLOWED_TYPES below are rebuilt; anything else in saved state is refused, never
+imported or called (a crafted checkpoint could otherwise run code: issue 21, finding 12).
 """
 
 from __future__ import annotations
@@ -20,7 +23,26 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.pregel import Pregel
+
+ALLOWED_TYPES: tuple[tuple[str, str], ...] = (
+    ("langgraph.types", "Interrupt"),
+    ("langgraph.types", "Send"),
+    ("langgraph.types", "Command"),
+)
+"""(module, name) pairs a saved thread may hold beyond LangGraph's SAFE_MSGPACK_TYPES
+(datetimes, UUIDs, decimals, sets, paths, langchain-core messages and documents)."""
+
+
+def strict_serializer() -> JsonPlusSerializer:
+    return JsonPlusSerializer(
+        pickle_fallback=False, allowed_json_modules=None, allowed_msgpack_modules=ALLOWED_TYPES
+    )
+
+
+def _saver() -> InMemorySaver:
+    return InMemorySaver(serde=strict_serializer())
 
 
 def graph_on(graph: Pregel, saver: InMemorySaver) -> Pregel:
@@ -30,7 +52,7 @@ def graph_on(graph: Pregel, saver: InMemorySaver) -> Pregel:
 
 def new_thread() -> tuple[InMemorySaver, RunnableConfig]:
     """An empty thread: its saver and config."""
-    return InMemorySaver(), {"configurable": {"thread_id": uuid.uuid4().hex}}
+    return _saver(), {"configurable": {"thread_id": uuid.uuid4().hex}}
 
 
 def _encode(saver: InMemorySaver, value: Any) -> list[str]:
@@ -40,6 +62,8 @@ def _encode(saver: InMemorySaver, value: Any) -> list[str]:
 
 def _decode(saver: InMemorySaver, encoded: list[str]) -> Any:
     kind, data = encoded
+    if kind not in ("msgpack", "json", "null", "bytes", "bytearray"):
+        raise ValueError(f"a saved LangGraph thread holds a value of kind {kind!r}: refused")
     return saver.serde.loads_typed((kind, base64.b64decode(data)))
 
 
@@ -65,7 +89,7 @@ def export_thread(saver: InMemorySaver, config: RunnableConfig) -> dict[str, Any
 
 def import_thread(saved: dict[str, Any]) -> tuple[InMemorySaver, RunnableConfig]:
     """A saver holding the exported thread, and the thread's config."""
-    saver = InMemorySaver()
+    saver = _saver()
     thread_id = str(saved["thread_id"])
     for entry in saved["checkpoints"]:
         checkpoint = _decode(saver, entry["checkpoint"])

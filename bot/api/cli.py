@@ -44,6 +44,8 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
             if not await api_ops.create_key(store.db, args.name, token, secret, channels):
                 print(f"sayso: a key named {args.name!r} already exists", file=sys.stderr)
                 return 1
+            if args.per_minute is not None:
+                await api_ops.set_key_quota(store.db, args.name, max(1, args.per_minute))
             print(f"key:            {token}")
             print(f"webhook secret: {secret}")
             print("Both are shown this once: store them now (sayso keeps only a hash of the key).")
@@ -69,6 +71,9 @@ def add_keys_parser(sub: Any) -> None:
     create = keys_sub.add_parser("create", help="a new key; prints it and its webhook secret")
     create.add_argument("name")
     create.add_argument("--channels", help="comma-separated channel ids the key may post in")
+    create.add_argument(
+        "--per-minute", type=int, help="requests per minute the key may make (default 60)"
+    )
     keys_sub.add_parser("list", help="every key (never the key itself)")
     revoke = keys_sub.add_parser("revoke", help="refuse the key from now on")
     revoke.add_argument("name")

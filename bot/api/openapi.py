@@ -28,6 +28,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         404: "No such request for this key.",
         409: "The idempotency key was used for a different request.",
         413: "Body over 1 MB.",
+        429: "Over the key's requests per minute (default 60): see Retry-After.",
         422: "Invalid input (the message names the field), or Slack refused the card.",
     }
     return {str(c): _json("ErrorBody", what[c]) for c in codes}
@@ -46,6 +47,23 @@ _WAIT = {
     "description": "Long-poll up to this many seconds for the decision.",
     "schema": {"type": "number", "minimum": 0, "maximum": 60},
 }
+
+
+def _cancel_path() -> dict[str, Any]:
+    return {
+        "post": {
+            "summary": "Cancel a pending request",
+            "parameters": [_ID],
+            "requestBody": {
+                "required": False,
+                "content": {"application/json": {"schema": _ref("CancelBody")}},
+            },
+            "responses": {
+                "200": _json("RequestState", "The request."),
+                **_errors(401, 404, 413, 422, 429),
+            },
+        }
+    }
 
 
 @cache
@@ -76,7 +94,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _json("CreatedRequest", "Created."),
                         "200": _json("CreatedRequest", "The request of this idempotency key."),
-                        **_errors(401, 403, 409, 413, 422),
+                        **_errors(401, 403, 409, 413, 422, 429),
                     },
                 }
             },
@@ -86,24 +104,11 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [_ID, _WAIT],
                     "responses": {
                         "200": _json("RequestState", "The request."),
-                        **_errors(401, 404, 422),
+                        **_errors(401, 404, 422, 429),
                     },
                 }
             },
-            "/v1/requests/{id}/cancel": {
-                "post": {
-                    "summary": "Cancel a pending request",
-                    "parameters": [_ID],
-                    "requestBody": {
-                        "required": False,
-                        "content": {"application/json": {"schema": _ref("CancelBody")}},
-                    },
-                    "responses": {
-                        "200": _json("RequestState", "The request."),
-                        **_errors(401, 404, 413, 422),
-                    },
-                }
-            },
+            "/v1/requests/{id}/cancel": _cancel_path(),
             "/v1/openapi.json": {
                 "get": {
                     "summary": "This document",

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -146,10 +149,33 @@ def new_request(api: ApiRequests, key: ApiKey, body: CreateRequest) -> NewApiReq
     )
 
 
+DEFAULT_PER_MINUTE = 60
+"""Requests per minute a key may make unless `sayso keys create --per-minute` says otherwise."""
+
+
+class KeyQuota:
+    """Requests per key in a sliding minute, in this process (each replica counts its own)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, deque[float]] = {}
+
+    def take(self, key: str, per_minute: int) -> int | None:
+        """None when the request may go ahead (and count it), else seconds until it may."""
+        now = time.monotonic()
+        seen = self._seen.setdefault(key, deque())
+        while seen and seen[0] <= now - 60:
+            seen.popleft()
+        if len(seen) >= per_minute:
+            return max(1, math.ceil(seen[0] + 60 - now))
+        seen.append(now)
+        return None
+
+
 class ApiRoutes:
     def __init__(self, api: ApiRequests, signer: ReceiptSigner | None = None) -> None:
         self.api = api
         self.signer = signer
+        self.quota = KeyQuota()
 
     def add_to(self, app: web.Application) -> None:
         app.router.add_post("/v1/requests", self._guard(self.create))
@@ -162,6 +188,16 @@ class ApiRoutes:
         async def guarded(request: web.Request) -> web.StreamResponse:
             try:
                 key = await self.api.authenticate(_token(request))
+                wait = self.quota.take(key.name, key.per_minute or DEFAULT_PER_MINUTE)
+                if wait is not None:
+                    response = error(
+                        429,
+                        "too_many_requests",
+                        f"key {key.name!r}: over its {key.per_minute or DEFAULT_PER_MINUTE} "
+                        f"requests per minute; retry in {wait} s",
+                    )
+                    response.headers["Retry-After"] = str(wait)
+                    return response
                 return await handler(request, key)
             except ApiRefusal as exc:
                 return refused(exc)
@@ -209,9 +245,11 @@ class ApiRoutes:
 
     async def cancel(self, request: web.Request, key: ApiKey) -> web.Response:
         request_id = _request_id(request)
-        raw = await _json_body(request) if request.can_read_body else None
+        raw = await _json_body(request) if request.can_read_body else {}
+        if not isinstance(raw, dict):
+            raise ApiRefusal("invalid", "body: must be a JSON object (or no body)")
         try:
-            body = CancelBody.model_validate(raw if raw is not None else {})
+            body = CancelBody.model_validate(raw)
         except ValidationError as exc:
             raise ApiRefusal("invalid", _validation_message(exc)) from None
         detail = body.reason or "Cancelled by the caller."

@@ -39,6 +39,10 @@ GIVE_UP_AFTER = timedelta(hours=24)
 TIMEOUT = 10.0
 
 
+POOL_SIZE = 16
+"""Webhook attempts one sayso process makes at once."""
+
+
 def sign(secret: str, timestamp: str, body: bytes) -> str:
     mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
     return "v1=" + mac.hexdigest()
@@ -68,6 +72,9 @@ class WebhookSender:
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._pool = asyncio.Semaphore(POOL_SIZE)
+        """Attempts in flight at once (first attempts and retries): a slow callback holds one
+        slot for at most `timeout`, never the others' turn."""
         api.subscribe_settled(self.on_settled)
 
     async def start(self, *, retries: bool = True) -> None:
@@ -93,16 +100,25 @@ class WebhookSender:
         if link is None or not link.callback_url:
             return
         delivery = await delivery_ops.add_delivery(self.db, request.id, link.callback_url)
-        if delivery is not None:  # the first attempt right away, not at the next sweep
-            task = asyncio.create_task(self.attempt(delivery), name=f"webhook:{delivery.id}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        if delivery is not None and not self._pool.locked():
+            self._spawn(delivery)  # the first attempt right away; pool full: the next sweep
+
+    def _spawn(self, delivery: Delivery) -> None:
+        async def pooled() -> None:
+            async with self._pool:
+                await self.attempt(delivery)
+
+        task = asyncio.create_task(pooled(), name=f"webhook:{delivery.id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _retry_forever(self) -> None:
         while True:
             try:
                 for delivery in await delivery_ops.due_deliveries(self.db, None, 50):
-                    await self.attempt(delivery)
+                    if self._pool.locked():
+                        break
+                    self._spawn(delivery)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -133,7 +133,21 @@ class ApiRequests:
 
     # -- use cases -------------------------------------------------------------------------
 
+    async def _check_thread(self, key: ApiKey, new: NewApiRequest) -> None:
+        """A key posts only into threads its own requests started: never into an agent run's
+        thread (its replies are the run's) nor another key's (issue 21, finding 5)."""
+        if new.thread_ts is None:
+            return
+        if not await api_ops.key_owns_thread(
+            self.store.db, key.name, new.channel_id, new.thread_ts
+        ):
+            raise ApiRefusal(
+                "forbidden",
+                f"thread_ts: key {key.name!r} may post only in threads its own requests started",
+            )
+
     async def create(self, key: ApiKey, new: NewApiRequest) -> Created:
+        await self._check_thread(key, new)
         schema = new.spec.get("schema")
         if schema is not None and new.kind == "approval":
             errors = await schema_errors_off_loop(schema, new.arguments)

@@ -123,7 +123,6 @@ LONG_MODULES = {
 LONG_FUNCTIONS = {
     ("bot/agent/agent.py", "continue_run"),
     ("bot/agent/tools.py", "__init__"),
-    ("bot/api/openapi.py", "openapi_document"),
     ("bot/mcp/tools.py", "build_server"),
     ("bot/slack/blocks/markdown.py", "markdown_messages"),
     ("store/accessor.py", "save"),

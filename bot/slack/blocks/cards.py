@@ -123,12 +123,26 @@ def _header(card: CardInfo) -> dict[str, Any]:
     else:
         text = f"{emoji} *{title}*: {_q(card.tool_name)} for agent *{L.escape(card.agent_id)}*"
     if card.tool_description and card.kind != "review":
-        text += "\n" + L.escape(L.cut_text(one_line(card.tool_description), 500))
+        shown = L.caller_text if _from_caller(card) else L.escape
+        text += "\n" + shown(L.cut_text(one_line(card.tool_description), 500))
     return L.section(text, BlockId.CARD_HEADER)
 
 
+def _from_caller(card: CardInfo) -> bool:
+    """An approval API request: its text is the caller's, shown as plain text."""
+    return card.agent_id.startswith("api:")
+
+
+def _asked_by(card: CardInfo) -> str:
+    if not card.requester:
+        return "Asked by the agent"
+    if _from_caller(card):  # the caller's word for it: shown, never a mention
+        return f"Asked for {L.caller_text(card.requester)} (as the caller says)"
+    return f"Asked by {mention(card.requester)}"
+
+
 def _meta(card: CardInfo, now: datetime | None) -> dict[str, Any]:
-    parts = [f"Asked by {mention(card.requester)}" if card.requester else "Asked by the agent"]
+    parts = [_asked_by(card)]
     if card.status == "pending":
         if card.expires_at:
             past = now is not None and utc(card.expires_at) <= utc(now)
@@ -266,7 +280,10 @@ def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, An
     edited_pending = card.status == "pending" and card.edited_arguments is not None
     shown = card.edited_arguments if edited_pending else card.arguments
     question = _question(card)
-    if question is not None and not edited_pending:  # a question the model wrote: Markdown
+    if question is not None and not edited_pending and _from_caller(card):
+        cut = False
+        blocks.append(L.section(L.caller_text(L.cut_text(question, 2900)), BlockId.CARD_ARGS))
+    elif question is not None and not edited_pending:  # a question the model wrote: Markdown
         cut = len(question) > L.MARKDOWN_TEXT - 200
         blocks.append(
             markdown_block(

@@ -60,6 +60,30 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+_PLAIN = str.maketrans(
+    {
+        "*": "\u2217",  # ∗  no bold
+        "_": "\u02cd",  # ˍ  no italics
+        "~": "\u223c",  # ∼  no strike-through
+        "`": "\u02cb",  # ˋ  no code
+        "[": "\u298b",  # ⦋  no [text](url) links
+        "]": "\u298c",  # ⦌
+    }
+)
+
+
+def caller_text(text: str) -> str:
+    """Caller text as plain text inside mrkdwn: escaped (&, <, >: no links with hidden targets,
+    no mentions) and with formatting characters replaced by look-alikes, so it cannot dress
+    itself as sayso's own words. Bare URLs stay as they are (Slack shows their real host)."""
+    words = []
+    for word in escape(text).split(" "):
+        is_url = word.startswith(("http://", "https://")) and "&" not in word
+        # ∶ for a colon that could open an :emoji: shortcode ("pr: #42" keeps its colon)
+        words.append(word if is_url else re.sub(r":(?=\S)", "\u2236", word.translate(_PLAIN)))
+    return " ".join(words)
+
+
 def _safe_end(text: str, end: int) -> int:
     """Move a cut point back so it does not split `<...>` markup or an `&...;` entity."""
     head = text[:end]

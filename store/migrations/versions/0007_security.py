@@ -2,7 +2,7 @@
 key's own policy (approvers, quorum, self-approval, default expiry, requests per minute).
 
 Revision ID: 0007_security
-Revises: 0006_api
+Revises: 0008_durable_slack
 Create Date: 2026-12-01
 """
 
