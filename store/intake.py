@@ -182,3 +182,14 @@ class Intake:
                 it.delete().where(it.c.status == DONE, it.c.received_at < cutoff)
             )
         return int(result.rowcount or 0)
+
+    async def renew(self, key: str, owner: str, lease: float = 30.0) -> bool:
+        """Extend `owner`'s hold on a pending row it still holds (a long processing)."""
+        now = utcnow()
+        async with self.db.write() as conn:
+            written = await conn.execute(
+                it.update()
+                .where(it.c.key == key, it.c.claim_owner == owner, it.c.status == PENDING)
+                .values(claim_expires_at=now + timedelta(seconds=lease))
+            )
+        return written.rowcount == 1
