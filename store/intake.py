@@ -193,3 +193,56 @@ class Intake:
                 .values(claim_expires_at=now + timedelta(seconds=lease))
             )
         return written.rowcount == 1
+
+    async def record_many(
+        self,
+        interactions: list[tuple[str, str, dict[str, Any]]],
+        *,
+        owner: str,
+        lease: float = 30.0,
+    ) -> set[str]:
+        """`record` for several (key, kind, payload) in one transaction (one commit for a
+        burst of clicks): the keys that were new."""
+        now = utcnow()
+        expires = now + timedelta(seconds=lease)
+        rows = [
+            {
+                "key": key,
+                "kind": kind,
+                "payload": payload,
+                "status": PENDING,
+                "received_at": now,
+                "attempts": 1,
+                "claim_owner": owner,
+                "claim_expires_at": expires,
+            }
+            for key, kind, payload in interactions
+        ]
+        statement = (
+            insert_ignore(self.db, it)
+            .on_conflict_do_nothing(index_elements=["key"])
+            .returning(it.c.key)
+        )
+        async with self.db.write() as conn:  # one statement compiled once, whatever the count
+            result = await conn.execute(statement, rows)
+            return {row.key for row in result.all()}
+
+    async def done_many(self, processed: list[tuple[str, Any]]) -> None:
+        """`done` for several (key, result) in one transaction."""
+        now = utcnow()
+        by_result: dict[str, tuple[Any, list[str]]] = {}
+        for key, result in processed:
+            by_result.setdefault(repr(result), (result, []))[1].append(key)
+        async with self.db.write() as conn:
+            for result, keys in by_result.values():
+                await conn.execute(
+                    it.update()
+                    .where(it.c.key.in_(keys), it.c.status == PENDING)
+                    .values(
+                        status=DONE,
+                        done_at=now,
+                        result=result,
+                        claim_owner=None,
+                        claim_expires_at=None,
+                    )
+                )

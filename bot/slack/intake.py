@@ -26,6 +26,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.slack.ids import SLASH_COMMAND, ActionId, CallbackId
+from bot.slack.intake_batch import IntakeWriter
 from store.intake import Intake
 
 log = logging.getLogger("sayso.slack")
@@ -122,6 +123,7 @@ class RecordIntake(AsyncMiddleware):
         self.intake = intake
         self.owner = owner
         self.lease = lease
+        self.writer = IntakeWriter(intake, owner, lease)  # group commit under bursts
 
     async def async_process(
         self,
@@ -140,7 +142,7 @@ class RecordIntake(AsyncMiddleware):
         if found is None:
             return await next()
         key, kind = found
-        if not await self.intake.record(key, kind, body, owner=self.owner, lease=self.lease):
+        if not await self.writer.record(key, kind, body):
             log.info("event=duplicate_interaction key=%s", key)
             return BoltResponse(status=200, body="")
         req.context[KEY] = key
@@ -148,7 +150,7 @@ class RecordIntake(AsyncMiddleware):
 
     async def finished(self, key: str, result: dict[str, Any]) -> None:
         try:
-            await self.intake.done(key, result)
+            await self.writer.done(key, result)
         except Exception as exc:  # the database is away: the row is replayed later
             log.warning("event=intake_not_done key=%s error=%s", key, type(exc).__name__)
 

@@ -209,7 +209,7 @@ async def sqlite_cluster(
         c.stop_all()
 
 
-@pytest.mark.parametrize("name", ["approve", "review", "cancel", "thread_reply"])
+@pytest.mark.parametrize("name", ["approve", "review", "thread_reply"])
 async def test_on_sqlite_the_restarted_process_applies_a_click_it_acked(
     sqlite_cluster: Cluster, name: str
 ) -> None:
