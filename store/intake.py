@@ -203,7 +203,49 @@ class Intake:
     ) -> set[str]:
         """`record` for several (key, kind, payload) in one transaction (one commit for a
         burst of clicks): the keys that were new."""
+        return await self.write_batch(interactions, [], owner=owner, lease=lease)
+
+    async def done_many(self, processed: list[tuple[str, Any]]) -> None:
+        """`done` for several (key, result) in one transaction."""
+        await self.write_batch([], processed, owner="")
+
+    async def write_batch(
+        self,
+        interactions: list[tuple[str, str, dict[str, Any]]],
+        processed: list[tuple[str, Any]],
+        *,
+        owner: str,
+        lease: float = 30.0,
+    ) -> set[str]:
+        """Record `interactions` (held by `owner`) and close `processed` rows in one
+        transaction: the keys recorded that were new."""
         now = utcnow()
+        new: set[str] = set()
+        async with self.db.write() as conn:
+            if interactions:
+                new = await self._insert(conn, interactions, owner, now, lease)
+            for result, keys in _by_result(processed).values():
+                await conn.execute(
+                    it.update()
+                    .where(it.c.key.in_(keys), it.c.status == PENDING)
+                    .values(
+                        status=DONE,
+                        done_at=now,
+                        result=result,
+                        claim_owner=None,
+                        claim_expires_at=None,
+                    )
+                )
+        return new
+
+    async def _insert(
+        self,
+        conn: Any,
+        interactions: list[tuple[str, str, dict[str, Any]]],
+        owner: str,
+        now: datetime,
+        lease: float,
+    ) -> set[str]:
         expires = now + timedelta(seconds=lease)
         rows = [
             {
@@ -223,26 +265,13 @@ class Intake:
             .on_conflict_do_nothing(index_elements=["key"])
             .returning(it.c.key)
         )
-        async with self.db.write() as conn:  # one statement compiled once, whatever the count
-            result = await conn.execute(statement, rows)
-            return {row.key for row in result.all()}
+        result = await conn.execute(statement, rows)  # compiled once, whatever the count
+        return {row.key for row in result.all()}
 
-    async def done_many(self, processed: list[tuple[str, Any]]) -> None:
-        """`done` for several (key, result) in one transaction."""
-        now = utcnow()
-        by_result: dict[str, tuple[Any, list[str]]] = {}
-        for key, result in processed:
-            by_result.setdefault(repr(result), (result, []))[1].append(key)
-        async with self.db.write() as conn:
-            for result, keys in by_result.values():
-                await conn.execute(
-                    it.update()
-                    .where(it.c.key.in_(keys), it.c.status == PENDING)
-                    .values(
-                        status=DONE,
-                        done_at=now,
-                        result=result,
-                        claim_owner=None,
-                        claim_expires_at=None,
-                    )
-                )
+
+def _by_result(processed: list[tuple[str, Any]]) -> dict[str, tuple[Any, list[str]]]:
+    """The keys of `processed` grouped by their (JSON) result: one update per result."""
+    groups: dict[str, tuple[Any, list[str]]] = {}
+    for key, result in processed:
+        groups.setdefault(repr(result), (result, []))[1].append(key)
+    return groups

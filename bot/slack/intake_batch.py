@@ -55,33 +55,39 @@ class GroupCommit(Generic[T, R]):
             self._task = None
 
 
+Op = tuple[str, str, Any]
+"""("record", key, (kind, payload)) or ("done", key, result)."""
+
+
 class IntakeWriter:
     """The intake's writes from the Bolt app, group-committed: `record` before an ack (True
-    when the interaction is new), `done` once its listener ran."""
+    when the interaction is new), `done` once its listener ran. Records and closings waiting
+    together share one transaction."""
 
     def __init__(self, intake: Intake, owner: str, lease: float) -> None:
         self.intake = intake
         self.owner = owner
         self.lease = lease
-        self._records: GroupCommit[tuple[str, str, dict[str, Any]], bool] = GroupCommit(
-            self._record
-        )
-        self._dones: GroupCommit[tuple[str, Any], None] = GroupCommit(self._done)
+        self._ops: GroupCommit[Op, bool] = GroupCommit(self._write)
 
     async def record(self, key: str, kind: str, payload: dict[str, Any]) -> bool:
-        return await self._records.submit((key, kind, payload))
+        return await self._ops.submit(("record", key, (kind, payload)))
 
     async def done(self, key: str, result: Any) -> None:
-        await self._dones.submit((key, result))
+        await self._ops.submit(("done", key, result))
 
-    async def _record(self, batch: list[tuple[str, str, dict[str, Any]]]) -> list[bool]:
+    async def _write(self, batch: list[Op]) -> list[bool]:
         first: dict[str, int] = {}
-        for i, (key, _, _) in enumerate(batch):
-            first.setdefault(key, i)  # the same key twice in a batch: the first is the new one
-        unique = [batch[i] for i in first.values()]
-        new = await self.intake.record_many(unique, owner=self.owner, lease=self.lease)
-        return [key in new and first[key] == i for i, (key, _, _) in enumerate(batch)]
-
-    async def _done(self, batch: list[tuple[str, Any]]) -> list[None]:
-        await self.intake.done_many(batch)
-        return [None] * len(batch)
+        records: list[tuple[str, str, dict[str, Any]]] = []
+        closings: list[tuple[str, Any]] = []
+        for i, (op, key, value) in enumerate(batch):
+            if op == "done":
+                closings.append((key, value))
+            elif key not in first:  # the same key twice in a batch: the first is the new one
+                first[key] = i
+                records.append((key, *value))
+        new = await self.intake.write_batch(records, closings, owner=self.owner, lease=self.lease)
+        return [
+            op == "record" and key in new and first[key] == i
+            for i, (op, key, _) in enumerate(batch)
+        ]
