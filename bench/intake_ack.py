@@ -1,6 +1,6 @@
 """The durable intake's cost on the ack (issue 22): ack p99 at 50 concurrent, against the floor.
 
-    python bench/intake_ack.py [--quick] [--no-bot] [--out bench/results-intake.json]
+    python bench/intake_ack.py [--quick] [--no-bot | --bot-only] [--out FILE]
 
 1. *The intake alone*: the bare Bolt floor (`bench/floor_app.py`) against the same floor with
    the bot's intake middleware (`--intake-url`: one insert before each ack, the row closed
@@ -111,7 +111,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await pg_admin(f'CREATE DATABASE "{db}"')
     try:
         pg = PG_URL.format(db=db) if pg_version else None
-        results["intake_alone"] = await intake_alone(bench, config, pg)
+        if not args.bot_only:
+            results["intake_alone"] = await intake_alone(bench, config, pg)
         if not args.no_bot:
             sqlite_url = f"sqlite+aiosqlite:///{workdir / 'bot.db'}"
             results["bot_sqlite"] = await bot_acks(bench, config, sqlite_url)
@@ -130,7 +131,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(results: dict[str, Any]) -> str:
     rows = ["| setup | ack p50 ms | ack p99 ms | p99 / floor |", "| --- | --- | --- | --- |"]
-    alone = results["intake_alone"]
+    alone = results.get("intake_alone", {})
     for name, r in alone.items():
         rows.append(f"| {name} | {r['p50_ms']} | {r['p99_ms']} | {r.get('p99_ratio', 1.0)} |")
     for db in ("bot_sqlite", "bot_postgres"):
@@ -150,6 +151,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-bot", action="store_true")
+    parser.add_argument(
+        "--bot-only", action="store_true", help="only the bot (e.g. copied into a tree before)"
+    )
     parser.add_argument("--out", default=str(HERE / "results-intake.json"))
     parsed = parser.parse_args()
     res = asyncio.run(main(parsed))

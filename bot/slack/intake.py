@@ -158,7 +158,8 @@ class RecordIntake(AsyncMiddleware):
 def recorded(listener: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
     """The listener, closing its intake row once it has run (it must take `context`). A
     listener that raises closes it too (with the error): a bug is not replayed forever; a
-    database that is away cannot close it, so the row is replayed once the lease lapses."""
+    database that is away cannot close it, nor does a listener cancelled by a stopping
+    process, so the row is replayed once the lease lapses."""
 
     @functools.wraps(listener)
     async def wrapper(**kwargs: Any) -> None:
@@ -172,12 +173,16 @@ def recorded(listener: Callable[..., Awaitable[None]]) -> Callable[..., Awaitabl
         result: dict[str, Any] = {"ok": True}
         try:
             await listener(**kwargs)
-        except BaseException as exc:
+        except asyncio.CancelledError:  # the process is stopping: the row is replayed
+            result = {}
+            raise
+        except Exception as exc:
             result = {"error": type(exc).__name__}
             raise
         finally:
             hold.cancel()
-            await recorder.finished(key, result)
+            if result:
+                await recorder.finished(key, result)
 
     return wrapper
 
