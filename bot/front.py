@@ -20,6 +20,7 @@ from bot.config import Settings
 from bot.service import Service
 from bot.slack.home_refresh import HomeRefresher
 from bot.slack.http import MAX_BODY_BYTES, bolt_request
+from bot.slack.intake import close_intake
 from bot.slack.intake_replay import IntakeReplayer
 from bot.slack.middleware import ReplayGuard
 from bot.slack.startup import NOT_CONNECTED, WorkspaceIdentity
@@ -90,6 +91,7 @@ class Bot:
     async def stop(self) -> None:
         if self.intake_replayer is not None:
             await self.intake_replayer.stop()
+        await close_intake(self.app)
         if self.api is not None:
             await self.api.stop()
         await self.identity.stop()

@@ -14,11 +14,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.config import Settings
 from bot.service import Service
 from bot.slack.home_refresh import HomeRefresher
-from bot.slack.intake import RecordIntake
+from bot.slack.intake import RecordIntake, use_intake
 from bot.slack.listeners import register
 from bot.slack.middleware import ProvideService, ReplayGuard, drop_replays
 from bot.slack.startup import RefuseUntilKnown, WorkspaceIdentity
-from store.intake import Intake
 
 log = logging.getLogger("sayso.slack")
 
@@ -42,7 +41,9 @@ def build_app(
     app.use(drop_replays(replay_guard))
     app.use(ProvideService(service, homes))
     store = service.store  # a state-changing interaction is a row before it is acked
-    app.use(RecordIntake(Intake(store.db), store.replica_id, settings.sayso_lease_seconds))
+    keys = settings.encryption_keys()
+    recorder = RecordIntake.on(store.db, store.replica_id, settings.sayso_lease_seconds, keys)
+    use_intake(app, recorder)
     register(app)
 
     @app.error

@@ -17,7 +17,8 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from slack_bolt.async_app import AsyncBoltContext
@@ -27,6 +28,7 @@ from slack_bolt.response import BoltResponse
 
 from bot.slack.ids import SLASH_COMMAND, ActionId, CallbackId
 from bot.slack.intake_batch import IntakeWriter
+from store.db import Database
 from store.intake import Intake
 
 log = logging.getLogger("sayso.slack")
@@ -124,6 +126,25 @@ class RecordIntake(AsyncMiddleware):
         self.owner = owner
         self.lease = lease
         self.writer = IntakeWriter(intake, owner, lease)  # group commit under bursts
+        self.own_db: Database | None = None
+
+    @classmethod
+    def on(
+        cls, db: Database, owner: str, lease: float, encryption_keys: Sequence[str] = ()
+    ) -> RecordIntake:
+        """The middleware writing through `db`; on PostgreSQL through an engine of its own,
+        so an ack never waits for a pooled connection behind the work of runs (its group
+        commit needs one or two)."""
+        if not db.is_postgres:
+            return cls(Intake(db), owner, lease)  # SQLite: one writer per process, one lock
+        own = Database(db.url, encryption_keys)
+        recorder = cls(Intake(own), owner, lease)
+        recorder.own_db = own
+        return recorder
+
+    async def close(self) -> None:
+        if self.own_db is not None:
+            await self.own_db.engine.dispose()
 
     async def async_process(
         self,
@@ -153,6 +174,21 @@ class RecordIntake(AsyncMiddleware):
             await self.writer.done(key, result)
         except Exception as exc:  # the database is away: the row is replayed later
             log.warning("event=intake_not_done key=%s error=%s", key, type(exc).__name__)
+
+
+_RECORDERS: weakref.WeakKeyDictionary[Any, RecordIntake] = weakref.WeakKeyDictionary()
+
+
+def use_intake(app: Any, recorder: RecordIntake) -> None:
+    """Record the app's state-changing interactions (`close_intake(app)` when stopping)."""
+    app.use(recorder)
+    _RECORDERS[app] = recorder
+
+
+async def close_intake(app: Any) -> None:
+    recorder = _RECORDERS.pop(app, None)
+    if recorder is not None:
+        await recorder.close()
 
 
 def recorded(listener: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
