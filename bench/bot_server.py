@@ -27,7 +27,9 @@ import argparse
 import asyncio
 import gc
 import os
+import tracemalloc
 from collections.abc import Callable
+from typing import Any
 
 from agents import make_agents
 from aiohttp import web
@@ -43,15 +45,157 @@ from bot.worker import EmbeddedWorker, Worker, run_worker
 ROLES = ("both", "front", "worker", "inprocess")
 
 
+def _sqlite_lib() -> Any:
+    import ctypes
+    import ctypes.util
+    import sqlite3  # noqa: F401  (loads libsqlite3 into the process)
+
+    name = ctypes.util.find_library("sqlite3")
+    if name is None:
+        return None
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError:
+        return None
+    lib.sqlite3_memory_used.restype = ctypes.c_int64
+    lib.sqlite3_memory_highwater.restype = ctypes.c_int64
+    return lib
+
+
+def memory_kb() -> dict[str, int | None]:
+    """This process's memory, KiB: VmRSS and its parts (anonymous, file-backed, shared) from
+    /proc; SQLite's allocator now and at its peak (`sqlite3_memory_used()` and
+    `sqlite3_memory_highwater()` of the libsqlite3 Python's sqlite3 module loaded; None when
+    unreachable); Python's traced allocations (with tracemalloc on)."""
+    out: dict[str, int | None] = {}
+    with open(f"/proc/{os.getpid()}/status") as f:
+        for line in f:
+            key = line.split(":", 1)[0]
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "Threads"):
+                out[key] = int(line.split()[1])
+    lib = _sqlite_lib()
+    out["sqlite_kb"] = int(lib.sqlite3_memory_used()) // 1024 if lib else None
+    out["sqlite_peak_kb"] = int(lib.sqlite3_memory_highwater(0)) // 1024 if lib else None
+    traced = tracemalloc.get_traced_memory() if tracemalloc.is_tracing() else None
+    out["python_traced_kb"] = traced[0] // 1024 if traced else None
+    out["python_traced_peak_kb"] = traced[1] // 1024 if traced else None
+    return out
+
+
+def malloc_trim() -> None:
+    """Give the C heap's free memory back to the system (glibc `malloc_trim(0)`)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+ROWS: dict[str, list[int]] = {}
+"""With --count-rows: SQL statement -> [executions, rows fetched, most rows at once]."""
+
+
+def count_rows() -> None:
+    """Count the rows each SQL statement fetches (SQLAlchemy's async adapters fetch a
+    result's rows whole, right after the statement runs)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    @event.listens_for(Engine, "after_cursor_execute")
+    def rows(_conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        fetched = getattr(cursor, "_rows", None)
+        n = len(fetched) if fetched is not None else 0
+        seen = ROWS.setdefault(" ".join(statement.split())[:300], [0, 0, 0])
+        seen[0] += 1
+        seen[1] += n
+        seen[2] = max(seen[2], n)
+
+
+def sqlite_cache(kib: int) -> None:
+    """Experiment (--sqlite-cache-kib): cap the page cache of every SQLite connection
+    (`PRAGMA cache_size = -KiB`; SQLite's default is 2,000 KiB per connection)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    @event.listens_for(Engine, "connect")
+    def cap(dbapi_connection: Any, _record: Any) -> None:
+        if type(dbapi_connection).__module__.startswith("sqlalchemy.dialects.sqlite"):
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA cache_size = -{kib}")
+            cursor.close()
+
+
 def bench_routes(app: web.Application, background: Callable[[], int]) -> None:
+    """GET /bench/rss; POST /bench/tracemalloc (start tracing, take the baseline snapshot);
+    GET /bench/tracemalloc?top=N (where Python memory grew since the baseline)."""
+    baseline: list[tracemalloc.Snapshot] = []
+
     async def rss(request: web.Request) -> web.Response:
         if request.query.get("gc", "1") == "1":
             for _ in range(3):
                 gc.collect()
                 await asyncio.sleep(0.05)
-        return web.json_response({"rss_kb": rss_kb(os.getpid()), "background_tasks": background()})
+        out: dict[str, Any] = {"rss_kb": rss_kb(os.getpid()), "background_tasks": background()}
+        if request.query.get("detail") == "1":
+            out.update(memory_kb())
+            if request.query.get("trim") == "1":  # then the same after malloc_trim
+                malloc_trim()
+                out["after_trim"] = memory_kb()
+        return web.json_response(out)
+
+    async def start_tracing(request: web.Request) -> web.Response:
+        gc.collect()
+        if not tracemalloc.is_tracing():
+            tracemalloc.start(int(request.query.get("frames", "25")))
+        baseline[:] = [tracemalloc.take_snapshot()]
+        tracemalloc.reset_peak()
+        return web.json_response(
+            {"ok": True, "traced_kb": tracemalloc.get_traced_memory()[0] // 1024}
+        )
+
+    async def traced(request: web.Request) -> web.Response:
+        gc.collect()
+        snapshot = tracemalloc.take_snapshot()
+        if not baseline:
+            return web.json_response({"error": "POST /bench/tracemalloc first"}, status=409)
+        ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
+        before, after = baseline[0].filter_traces(ignore), snapshot.filter_traces(ignore)
+        top = int(request.query.get("top", "25"))
+        by = request.query.get("by", "traceback")
+        stats = after.compare_to(before, by)
+        total = sum(s.size_diff for s in stats)
+        rows = [
+            {
+                "size_diff_kb": round(s.size_diff / 1024, 1),
+                "count_diff": s.count_diff,
+                "where": [f"{f.filename}:{f.lineno}" for f in s.traceback][-8:],
+            }
+            for s in stats[:top]
+        ]
+        current, peak = tracemalloc.get_traced_memory()
+        out = {
+            "total_diff_kb": round(total / 1024, 1),
+            "traced_kb": current // 1024,
+            "traced_peak_kb": peak // 1024,  # since the baseline
+            "top": rows,
+        }
+        return web.json_response(out)
+
+    async def sql_rows(request: web.Request) -> web.Response:
+        top = sorted(ROWS.items(), key=lambda item: -item[1][2])[
+            : int(request.query.get("top", "10"))
+        ]
+        if request.query.get("reset") == "1":
+            ROWS.clear()
+        return web.json_response(
+            [{"statement": k, "executions": v[0], "rows": v[1], "max_rows": v[2]} for k, v in top]
+        )
 
     app.router.add_get("/bench/rss", rss)
+    app.router.add_get("/bench/sql-rows", sql_rows)
+    app.router.add_post("/bench/tracemalloc", start_tracing)
+    app.router.add_get("/bench/tracemalloc", traced)
 
 
 async def listen(app: web.Application, port: int) -> web.AppRunner:
@@ -72,7 +216,7 @@ async def serve_worker_role(settings: Settings, agents: AgentRegistry, port: int
         if not holder:
             return 1
         worker = holder[0]
-        return worker.runs_in_flight + len(worker.service.runner._tasks)
+        return worker.runs_in_flight + len(worker.service.tasks)
 
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"ok": bool(holder)}, status=200 if holder else 503)
@@ -100,27 +244,11 @@ async def serve_worker_role(settings: Settings, agents: AgentRegistry, port: int
         await runner.cleanup()
 
 
-def share_slack_sessions() -> None:
-    """Experiment (--shared-slack-session): give every Slack Web API client one aiohttp
-    session, so calls reuse connections. The bot's own `web_client` passes none, and
-    slack-sdk then opens (and closes) a new session and connection for every call."""
-    import aiohttp
-
-    import bot.compose as slack_app
-
-    plain = slack_app.web_client
-
-    def with_session(settings: Settings) -> object:
-        client = plain(settings)
-        client.session = aiohttp.ClientSession()  # on the loop that calls web_client
-        return client
-
-    slack_app.web_client = with_session  # type: ignore[assignment]
-
-
 async def main(args: argparse.Namespace) -> None:
-    if args.shared_slack_session:
-        share_slack_sessions()
+    if args.count_rows:
+        count_rows()
+    if args.sqlite_cache_kib:
+        sqlite_cache(args.sqlite_cache_kib)
     settings = Settings(  # type: ignore[call-arg]
         _env_file=None,
         slack_bot_token=TOKEN,
@@ -132,6 +260,9 @@ async def main(args: argparse.Namespace) -> None:
         sayso_rate_limit="off",  # one requester starts hundreds of runs on purpose
         sayso_worker_concurrency=args.concurrency,
         sayso_shutdown_grace=args.shutdown_grace,
+        # the approval API's webhooks go to the load generator on 127.0.0.1 (any port): a
+        # loopback callback is refused unless named here (issue 21)
+        sayso_callback_hosts="127.0.0.1",
     )
     setup_logging(settings.sayso_log_level)
     agents = AgentRegistry(make_agents(args.model_url, args.udp_port))
@@ -141,7 +272,7 @@ async def main(args: argparse.Namespace) -> None:
     bot = build_bot(settings, agents)
     embedded = EmbeddedWorker(settings, agents) if args.role == "both" else None
     if embedded is not None:  # as bot.serve.serve (`sayso run`)
-        bot.hand_runs_to_workers(embedded.wake)
+        embedded.attach(bot)
     elif args.role == "front":  # as `sayso run --no-worker`: NOTIFY wakes the workers
         bot.hand_runs_to_workers(lambda run_id: None)
     stop = stop_on_signals()
@@ -164,21 +295,28 @@ async def main(args: argparse.Namespace) -> None:
         await bot.stop()
 
 
+def parser() -> argparse.ArgumentParser:
+    """Every flag of this script, in one place: `bench/decision_cpu.py --serve` parses its
+    bot's flags with it too, so a flag `main` reads is always defined."""
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--database-url", required=True)
+    p.add_argument("--slack-api-url", required=True)
+    p.add_argument("--model-url", required=True)
+    p.add_argument("--udp-port", type=int, required=True)
+    p.add_argument("--role", choices=ROLES, default="both")
+    p.add_argument("--concurrency", type=int, default=None, help="runs in flight per worker")
+    p.add_argument("--shutdown-grace", type=float, default=20.0)
+    p.add_argument("--sweep-interval", type=float, default=10.0)
+    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--profile", help="write a cProfile of the main thread to this file")
+    p.add_argument("--count-rows", action="store_true", help="count the rows of each SQL statement")
+    p.add_argument("--sqlite-cache-kib", type=int, help="an experiment: PRAGMA cache_size = -KiB")
+    return p
+
+
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--database-url", required=True)
-    parser.add_argument("--slack-api-url", required=True)
-    parser.add_argument("--model-url", required=True)
-    parser.add_argument("--udp-port", type=int, required=True)
-    parser.add_argument("--role", choices=ROLES, default="both")
-    parser.add_argument("--concurrency", type=int, default=None, help="runs in flight per worker")
-    parser.add_argument("--shutdown-grace", type=float, default=20.0)
-    parser.add_argument("--sweep-interval", type=float, default=10.0)
-    parser.add_argument("--log-level", default="INFO")
-    parser.add_argument("--shared-slack-session", action="store_true", help="an experiment")
-    parser.add_argument("--profile", help="write a cProfile of the main thread to this file")
-    args = parser.parse_args()
+    args = parser().parse_args()
     if args.profile:
         import cProfile
 

@@ -2,29 +2,39 @@
 
     python bench/decision_cpu.py                     # PostgreSQL, 100 sequential + 200 concurrent
     python bench/decision_cpu.py --sqlite            # the same on a SQLite file
-    python bench/decision_cpu.py --decisions 50 --concurrent 100 --top 40 --json out.json
+    python bench/decision_cpu.py --role inprocess    # build_bot alone (one event loop)
+    python bench/decision_cpu.py --decisions 50 --concurrent 100 --top 40 --out out.json
+    python bench/decision_cpu.py --smoke --out out.json   # a check that it runs (SQLite, < 30 s)
 
 Processes on 127.0.0.1, as in `bench/run.py`: the fake model (`tool-then-text` on `deploy`),
 the fake Slack (the SlackSandbox, `bench/fake_slack.py`) and the real bot in HTTP mode
-(`bench/bot_server.py`: `build_bot` + `Bot.web_app`, logging at INFO), started through this
-file's `--serve` mode, which only adds two bench-only routes: a cProfile switch and counters
-of SQL statements and Slack Web API calls. This process is Slack's side: it sends signed
-slash commands and Approve clicks.
+(`bench/bot_server.py`, its flags and roles, logging at INFO), started through this file's
+`--serve` mode, which only adds two bench-only routes: a cProfile switch and counters of SQL
+statements and Slack Web API calls. This process is Slack's side: it sends signed slash
+commands and Approve clicks.
+
+The bot's role (`--role`) is `both` by default, as in `bench/run.py`: `sayso run`, the front
+on the main event loop and the embedded worker on its own thread and loop, in one process;
+`inprocess` is `build_bot` alone (one loop acks and drives runs), the mode of the numbers
+measured before issue 25.
 
 Phases (each on cards prepared beforehand; preparing them is not counted):
 1. *sequential*: one Approve click at a time; the next click is sent once the previous run is
    completed (its answer posted);
-2. *concurrent*: every click at once, at concurrency 50;
+2. *concurrent*: every click at once, at concurrency 50 (what `bench/run.py`'s "bot CPU
+   ms/decision" measures too);
 3. *profile*: the concurrent phase again with cProfile on in the bot (its CPU numbers are
-   inflated by the profiler and not reported as the cost). The summary is own (not
+   inflated by the profiler and not reported as the cost), on every event loop thread (the
+   front's and, with `both`, the embedded worker's), each timed by its own thread's CPU clock;
+   aiosqlite's threads (SQLite's own work) are not in it. The summary is own (not
    cumulative) CPU time: SQLAlchemy's async layer runs on greenlets, which make cProfile's
    cumulative times of coroutines meaningless; own time is grouped by package and listed by
    function.
 
-Bot CPU is user + system time of the bot process (`/proc/<pid>/stat`) from just before the
-first click to the moment the bot is idle again (every run completed, no background task,
-and the App Home refresher's trailing window, 2 s, passed), divided by the clicks. The idle
-process's CPU per second (sweeper, pool pings) is measured first and shown
+Bot CPU is user + system time of the bot process, all threads (`/proc/<pid>/stat`), from just
+before the first click to the moment the bot is idle again (every run completed, no
+background task, and the App Home refresher's trailing window, 2 s, passed), divided by the
+clicks. The idle process's CPU per second (sweepers, pool pings) is measured first and shown
 apart, not subtracted.
 """
 
@@ -35,6 +45,7 @@ import asyncio
 import json
 import os
 import pstats
+import shutil
 import sys
 import tempfile
 import time
@@ -48,7 +59,11 @@ sys.path.insert(0, str(HERE.parent))  # this tree's bot/ and store/
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/{db}"
 CHECKOUTS = "(connection checkouts)"  # one per transaction (SQL counter key)
-HOME_WINDOW = 2.5  # the App Home refresher folds refreshes into one trailing refresh after 2 s
+SIZES = {"home_window": 2.5, "idle_s": 3.0, "warm": 10}
+"""home_window: the App Home refresher folds refreshes into one trailing refresh after 2 s;
+idle_s: how long the idle bot's CPU is measured; warm: decisions of the warm-up."""
+SMOKE = {"home_window": 0.3, "idle_s": 0.5, "warm": 2}
+ROLES = ("both", "inprocess")
 
 
 # -- the bot, with a profiler and counters ---------------------------------------------------
@@ -69,7 +84,35 @@ def serve(argv: list[str]) -> None:
 
     from bot.front import Bot
 
-    profiler = cProfile.Profile(time.process_time)  # CPU time, not time spent waiting
+    # CPU time of the profiled thread (not of the process: the other threads' work would be
+    # charged to whatever this thread was doing, mostly epoll), not time spent waiting
+    profiler = cProfile.Profile(time.thread_time)
+    worker_profiler = cProfile.Profile(time.thread_time)  # the embedded worker's thread
+    embedded: list[Any] = []
+
+    class RecordedEmbeddedWorker(bot_server.EmbeddedWorker):
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, **kw)
+            embedded.append(self)
+
+    bot_server.EmbeddedWorker = RecordedEmbeddedWorker
+
+    async def on_worker_thread(call: Any) -> None:
+        """Run `call` on the embedded worker's event loop thread (cProfile profiles only
+        the thread that enables it), and wait for it."""
+        loop = getattr(embedded[0], "_loop", None) if embedded else None
+        if loop is None:
+            return
+        done = asyncio.get_running_loop().create_future()
+        front = asyncio.get_running_loop()
+
+        def run() -> None:
+            call()
+            front.call_soon_threadsafe(done.set_result, None)
+
+        loop.call_soon_threadsafe(run)
+        await done
+
     out = os.environ.get("BENCH_PROFILE_OUT", "bot.prof")
     sql: Counter[str] = Counter()
     slack: Counter[str] = Counter()
@@ -105,10 +148,16 @@ def serve(argv: list[str]) -> None:
         async def profile(request: web.Request) -> web.Response:
             if request.query.get("on") == "1":
                 profiler.enable()
+                await on_worker_thread(worker_profiler.enable)
             else:
                 profiler.disable()
-                profiler.dump_stats(out)
+                await on_worker_thread(worker_profiler.disable)
+                stats = pstats.Stats(profiler)
+                if embedded:
+                    stats.add(worker_profiler)
+                stats.dump_stats(out)
                 profiler.clear()
+                worker_profiler.clear()
             return web.json_response({"ok": True})
 
         async def counters(request: web.Request) -> web.Response:
@@ -119,21 +168,14 @@ def serve(argv: list[str]) -> None:
         return app
 
     Bot.web_app = bench_web_app  # type: ignore[method-assign]
-    parser = argparse.ArgumentParser()
-    for flag in ("--port", "--udp-port"):
-        parser.add_argument(flag, type=int, required=True)
-    for flag in ("--database-url", "--slack-api-url", "--model-url"):
-        parser.add_argument(flag, required=True)
-    parser.add_argument("--sweep-interval", type=float, default=10.0)
-    parser.add_argument("--log-level", default="INFO")
-    asyncio.run(bot_server.main(parser.parse_args(argv)))
+    asyncio.run(bot_server.main(bot_server.parser().parse_args(argv)))
 
 
 # -- Slack's side ----------------------------------------------------------------------------
 async def settle(bot: Any) -> None:
     """Wait until the bot has nothing left to do for the decisions sent so far."""
     await bot.idle()
-    await asyncio.sleep(HOME_WINDOW)  # the trailing App Home refresh (its CPU is counted)
+    await asyncio.sleep(SIZES["home_window"])  # the trailing App Home refresh (its CPU is counted)
     await bot.idle()
 
 
@@ -296,6 +338,7 @@ def _short(filename: str) -> str:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    apply_smoke(args)
     from load import Proc, SideEffects
     from scenarios import BotUnderTest
 
@@ -333,10 +376,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         f"http://127.0.0.1:{slack_port}/api/",
     ]
     bot_args += ["--model-url", f"http://127.0.0.1:{model_port}/v1", "--udp-port", str(udp_port)]
+    bot_args += ["--role", args.role]
     proc = Proc("bot", bot_args, workdir, {**env, "BENCH_PROFILE_OUT": str(prof)})
     url = f"http://127.0.0.1:{bot_port}"
     result: dict[str, Any] = {
         "database": "sqlite" if args.sqlite else "postgresql",
+        "role": args.role,
+        "mode": "smoke" if args.smoke else "full",
         "loadavg_at_start": os.getloadavg()[0],
         "commit": _commit(),
     }
@@ -345,8 +391,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             proc, url, database_url, effects, f"http://127.0.0.1:{slack_port}"
         ) as bot:
             # warm up: imports, first auth.test, pools, statement caches
-            await concurrent(bot, await prepare(bot, 10), 5)
-            result["idle_cpu_ms_per_s"] = round(await idle_cpu(bot, 3.0) * 1000, 2)
+            await concurrent(bot, await prepare(bot, SIZES["warm"]), 5)
+            idle = await idle_cpu(bot, SIZES["idle_s"])
+            result["idle_cpu_ms_per_s"] = round(idle * 1000, 2)
             cards = await prepare(bot, args.decisions + 2 * args.concurrent)
             seq, conc, prof_cards = (
                 cards[: args.decisions],
@@ -366,6 +413,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await _pg(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
     result["loadavg_at_end"] = os.getloadavg()[0]
     result["workdir"] = str(workdir)
+    if args.smoke and not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
     return result
 
 
@@ -448,19 +497,44 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
         serve(sys.argv[2:])
         return
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--decisions", type=int, default=100, help="sequential decisions")
-    parser.add_argument("--concurrent", type=int, default=200, help="concurrent decisions")
-    parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--sqlite", action="store_true", help="a SQLite file, not PostgreSQL")
-    parser.add_argument("--no-profile", action="store_true")
-    parser.add_argument("--top", type=int, default=30, help="rows of the profile")
-    parser.add_argument("--json", help="also write the results here")
-    args = parser.parse_args()
+    args = parser().parse_args()
     result = asyncio.run(run(args))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(report(result))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--decisions", type=int, default=100, help="sequential decisions")
+    p.add_argument("--concurrent", type=int, default=200, help="concurrent decisions")
+    p.add_argument("--concurrency", type=int, default=50)
+    p.add_argument("--sqlite", action="store_true", help="a SQLite file, not PostgreSQL")
+    p.add_argument(
+        "--role",
+        choices=ROLES,
+        default="both",
+        help="the bot process: both (default) is `sayso run`, the front plus its embedded "
+        "worker thread, as bench/run.py; inprocess is build_bot alone, one event loop",
+    )
+    p.add_argument("--no-profile", action="store_true")
+    p.add_argument("--top", type=int, default=30, help="rows of the profile")
+    p.add_argument("--out", "--json", dest="out", help="also write the results here (JSON)")
+    p.add_argument("--keep", action="store_true", help="with --smoke: keep the work directory")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a check that it runs: SQLite, 3 + 5 decisions, short waits (under 30 s)",
+    )
+    return p
+
+
+def apply_smoke(args: argparse.Namespace) -> None:
+    """--smoke: SQLite, tiny counts and short waits; the numbers mean nothing."""
+    if args.smoke:
+        args.sqlite, args.decisions, args.concurrent, args.concurrency = True, 3, 5, 5
+        args.top = min(args.top, 10)
+        SIZES.update(SMOKE)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 to converge after an outage with 100 decisions pending.
 
     PYTHONPATH=. python bench/outbox.py [--decisions 30] [--outage 60] [--replicas 2]
+    PYTHONPATH=. python bench/outbox.py --smoke --out out.json   # a check that it runs
 
 A decision here is what the presenter will put for it (issue 22's target of at most 4 calls):
 the card's update, the root message's status (three changes, coalesced), and the answer in the
@@ -161,8 +162,21 @@ def main() -> None:
     parser.add_argument("--decisions", type=int, default=30)
     parser.add_argument("--outage", type=float, default=10.0)
     parser.add_argument("--replicas", type=int, default=1)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a check that it runs: SQLite, one replica, 3 decisions, a 1 s outage",
+    )
+    parser.add_argument("--out", help="also write the results here (JSON)")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(run(args.decisions, args.outage, args.replicas)), indent=2))
+    if args.smoke:
+        args.decisions, args.outage, args.replicas = 3, 1.0, 1
+    result = asyncio.run(run(args.decisions, args.outage, args.replicas))
+    result["mode"] = "smoke" if args.smoke else "full"
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -10,14 +10,92 @@ def _row(cells: list[Any]) -> str:
 
 
 def markdown(r: dict[str, Any]) -> str:
-    if "issue13" in r:
-        return markdown_issue13(r)
+    """Every scenario of a bench/run.py result, each under its heading."""
     m = r["machine"]
+    load = [round(x, 2) for x in m.get("loadavg_at_start", [])]
+    load_end = [round(x, 2) for x in m.get("loadavg_at_end", [])]
     lines = [
-        f"sayso benchmarks ({r['mode']}, {r.get('duration_s')} s): {m['nproc']} cores, {m['cpu']}, "
-        f"Python {m['python']}, SQLite {m['sqlite']}, PostgreSQL {m.get('postgresql')}",
-        "",
+        f"sayso benchmarks ({r['mode']}, {r.get('duration_s')} s, commit {r.get('commit')}, "
+        f"`{r.get('command')}`): {m['nproc']} cores, {m['cpu']}, Python {m['python']}, "
+        f"SQLite {m['sqlite']}, PostgreSQL {m.get('postgresql')}; load average {load} at "
+        f"start, {load_end} at end",
     ]
+    found = dict(r.get("scenarios", {}))
+    for name, result in list(found.items()):
+        if isinstance(result, dict) and "error" in result:
+            lines += ["", f"## {name}: FAILED", "", f"`{result['error'][:500]}`"]
+            del found[name]
+    if "main" in found:
+        lines += ["", "## Main tables", "", markdown_main(found["main"])]
+    if "issue13" in found:
+        lines += ["", "## Issue 13", "", markdown_issue13(found["issue13"])]
+    for database, result in found.get("decision_cpu", {}).items():
+        import decision_cpu
+
+        lines += ["", f"## Decision CPU ({database})", "", decision_cpu.report(result)]
+    if "api" in found:
+        lines += ["", "## The approval API", "", markdown_api(found["api"])]
+    if "memory" in found:
+        import memory
+
+        lines += ["", "## Memory per paused run", "", memory.report(found["memory"])]
+    if "outbox" in found:
+        o = found["outbox"]
+        lines += [
+            "",
+            "## The outbox (`bench/outbox.py`)",
+            "",
+            f"{o['decisions']} decisions, {o['replicas']} dispatcher(s): "
+            f"{o['burst_calls_per_decision']} Slack calls per decision, "
+            f"{o['burst_429s_per_100_decisions']} 429s per 100 decisions, burst converged "
+            f"in {o['burst_converged_seconds']} s; after a {o.get('outage_seconds', 0)} s "
+            f"outage, converged {o.get('outage_converged_seconds_after')} s after it; "
+            f"{o['duplicates']} duplicates",
+        ]
+    return "\n".join(lines)
+
+
+def markdown_api(results: dict[str, Any]) -> str:
+    head = [
+        "database",
+        "c",
+        "tasks",
+        "create p50 / p99",
+        "decision → waiter p50 / p99",
+        "decision → webhook p50 / p99",
+        "tasks/s",
+        "failures",
+        "memory / pending request",
+        "targets met",
+    ]
+    lines = [_row(head), _row(["---"] * len(head))]
+    for database, a in results.items():
+        met = [name for name, t in a["targets"].items() if t["met"]]
+        missed = [name for name, t in a["targets"].items() if not t["met"]]
+        lines.append(
+            _row(
+                [
+                    database,
+                    a["concurrency"],
+                    a["tasks"],
+                    f"{a['create_ms']['p50']} / {a['create_ms']['p99']} ms",
+                    f"{a['decision_to_waiter_ms']['p50']} / {a['decision_to_waiter_ms']['p99']} ms",
+                    f"{a['decision_to_webhook_ms']['p50']} / "
+                    f"{a['decision_to_webhook_ms']['p99']} ms",
+                    a["tasks_per_s"],
+                    a["failures"],
+                    f"{a['memory_per_pending_request_kb']} KiB",
+                    f"{len(met)}/{len(met) + len(missed)}"
+                    + (f" (missed: {', '.join(missed)})" if missed else ""),
+                ]
+            )
+        )
+    return "\n".join(lines)
+
+
+def markdown_main(r: dict[str, Any]) -> str:
+    """The main tables (ack, click → tool, decisions, memory, inbox)."""
+    lines: list[str] = []
     head = [
         "c",
         "kind",
@@ -145,17 +223,9 @@ def _pm(s: dict[str, Any] | None) -> str:
     return f"{s['p50_ms']:g} / {s['max_ms']:g}"
 
 
-def markdown_issue13(r: dict[str, Any]) -> str:
+def markdown_issue13(res: dict[str, Any]) -> str:
     """Issue 13's tables (bench/run.py --issue13)."""
-    res = r.get("issue13", {})
-    m = r["machine"]
-    load = [round(x, 2) for x in m.get("loadavg_at_start", [])]
-    load_end = [round(x, 2) for x in m.get("loadavg_at_end", [])]
-    lines = [
-        f"issue 13 ({r['mode']}, {r.get('duration_s')} s): {m['nproc']} cores, "
-        f"load average {load} at start, {load_end} at end",
-        "",
-    ]
+    lines: list[str] = []
     head = [
         "setup",
         "runs",

@@ -1,22 +1,37 @@
-"""sayso benchmarks: `python bench/run.py [--quick]`.
+"""sayso benchmarks, one entry point: `python bench/run.py [--all] [--quick | --smoke]`.
+
+- no flag: the main tables (ack latency against a bare Bolt app, click → tool, decisions/s,
+  memory, inbox query);
+- `--issue13`: issue 13's scenarios only (workers, backlog; PostgreSQL);
+- `--all`: every scenario: the main tables, issue 13's, then `bench/decision_cpu.py`,
+  `bench/api.py` (against its targets), `bench/memory.py` and `bench/outbox.py` as
+  subprocesses;
+- `--quick`: smaller counts; `--smoke`: tiny counts on SQLite only, a check that everything
+  runs (CI runs `--all --smoke`: tests/bench/test_bench_smoke.py).
 
 Starts, as subprocesses, the fake model, the fake Slack (the SlackSandbox), the floor (a bare
 Bolt app that only acks) and the real bot in HTTP mode; this process is the load generator.
-Prints markdown tables and writes bench/results.json. Only 127.0.0.1 is used.
+Prints markdown tables and writes one JSON file (`bench/results.json` unless `--out`) with the
+command, the commit, the machine (cores, CPU model, load average at start and end), Python,
+SQLite and PostgreSQL versions, and each scenario's results and duration. Only 127.0.0.1 is
+used.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -57,6 +72,18 @@ QUICK = {
     "warm": 10,
     "time_limit": 30.0,
 }
+SMOKE = {
+    "levels": {1: 3, 10: 10},
+    "decisions": 10,
+    "paused_runs": 100,
+    "inbox_requests": 1000,
+    "inbox_sqlite": [0.1],
+    "inbox_postgres": [],
+    "isolated_clicks": 2,
+    "warm": 2,
+    "time_limit": 20.0,
+    "memory_on_first_bot": True,
+}
 ISSUE13_FULL = {
     "people": 40,
     "many": 500,
@@ -81,6 +108,19 @@ ISSUE13_QUICK = {
     "isolated_clicks": 15,
     "sqlite": False,
     "time_limit": 60.0,
+}
+ISSUE13_SMOKE = {
+    **ISSUE13_FULL,
+    "people": 3,
+    "many": 5,
+    "model_latency": 0.5,
+    "slow_latency": 0.5,  # the same fake model: one process fewer
+    "burst": 5,
+    "probes": 1,
+    "ack_requests": 5,
+    "decisions": 5,
+    "isolated_clicks": 2,
+    "time_limit": 20.0,
 }
 
 
@@ -119,15 +159,17 @@ class Bench:
         args += ["--tool", "deploy", "--latency", str(latency)]
         return Proc(name, args, self.workdir, {"PYTHONUNBUFFERED": "1"})
 
-    async def start(self, latencies: tuple[float, ...] = ()) -> None:
-        """The fake model, the fake Slack, the floor; plus a fake model per extra latency."""
+    async def start(self, latencies: tuple[float, ...] = (), floor: bool = True) -> None:
+        """The fake model, the fake Slack, the floor (unless not `floor`); plus a fake model
+        per extra latency."""
         self.effects = await SideEffects.listen(self.udp_port)
-        for latency in latencies:
+        for latency in dict.fromkeys(latencies):  # one fake model per distinct latency
             port = free_port()
             proc = self.fake_model(f"fake_model_{latency:g}s", port, latency)
             self.extra_models[latency] = (proc, f"http://127.0.0.1:{port}/v1")
         extra = [proc.start() for proc, _ in self.extra_models.values()]
-        await asyncio.gather(self.model.start(), self.slack.start(), self.floor.start(), *extra)
+        procs = [self.model, self.slack, *([self.floor] if floor else [])]
+        await asyncio.gather(*(proc.start() for proc in procs), *extra)
 
     def model_url_for(self, latency: float) -> str:
         return self.extra_models[latency][1] if latency else self.model_url
@@ -146,8 +188,6 @@ class Bench:
         args += ["--model-url", model_url, "--udp-port", str(self.udp_port), *extra]
         if self.profile:
             args += ["--profile", str(self.workdir / f"{name}.prof")]
-        if self.config.get("shared_slack_session"):
-            args += ["--shared-slack-session"]
         return Proc(name, args, self.workdir, {"PYTHONUNBUFFERED": "1"})
 
     def bot(
@@ -159,11 +199,12 @@ class Bench:
         workers: int = 0,
         model_latency: float = 0.0,
         concurrency: int | None = None,
+        extra_args: tuple[str, ...] = (),
     ) -> scenarios.BotUnderTest:
         """The bot: one process in `role`; with `workers`, a front and that many `sayso
         worker` processes on the same database."""
         model_url = self.model_url_for(model_latency)
-        extra = ["--shutdown-grace", "1"]
+        extra = ["--shutdown-grace", "1", *extra_args]
         if concurrency is not None:
             extra += ["--concurrency", str(concurrency)]
         port = free_port()
@@ -233,35 +274,52 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
         "platform": platform.platform(),
-        "loadavg_at_start": os.getloadavg(),
+        "loadavg_at_start": list(os.getloadavg()),
     }
 
 
-async def main(quick: bool, skip_postgres: bool) -> dict[str, Any]:
-    config = QUICK if quick else FULL
-    workdir = Path(tempfile.mkdtemp(prefix="sayso-bench-"))
-    results: dict[str, Any] = {"mode": "quick" if quick else "full", "machine": machine()}
-    pg_version = None if skip_postgres else await postgres_available()
-    results["machine"]["postgresql"] = pg_version
+def commit() -> str:
+    """This tree's commit, `+dirty` when files differ from it."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(HERE.parent), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+async def main_tables(
+    config: dict[str, Any], pg_version: str | None, workdir: Path
+) -> dict[str, Any]:
+    """The main tables: ack latency against the floor, decisions/s, memory, inbox."""
+    results: dict[str, Any] = {}
     bench = Bench(workdir, config)
-    started = time.monotonic()
     await bench.start()
     try:
         sqlite_url = f"sqlite+aiosqlite:///{workdir / 'ack.db'}"
         async with bench.bot("bot_sqlite", sqlite_url) as bot:
             results["ack"] = await scenarios.ack_levels(bot, bench.floor_url, config)
             results["decisions_sqlite"] = await scenarios.decisions(bot, config)
+            if config.get("memory_on_first_bot"):  # smoke: one bot process fewer
+                results["memory"] = await scenarios.memory(bot, config)
         if pg_version:
-            db = f"sayso_bench_{os.getpid()}"
-            await pg_admin(f'CREATE DATABASE "{db}"')
-            try:
-                async with bench.bot("bot_postgres", PG_URL.format(db=db)) as bot:
+            async with pg_database("decisions") as url:
+                async with bench.bot("bot_postgres", url) as bot:
                     results["decisions_postgres"] = await scenarios.decisions(bot, config)
-            finally:
-                await pg_admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        memory_url = f"sqlite+aiosqlite:///{workdir / 'memory.db'}"
-        async with bench.bot("bot_memory", memory_url) as bot:
-            results["memory"] = await scenarios.memory(bot, config)
+        if "memory" not in results:
+            memory_url = f"sqlite+aiosqlite:///{workdir / 'memory.db'}"
+            async with bench.bot("bot_memory", memory_url) as bot:
+                results["memory"] = await scenarios.memory(bot, config)
     finally:
         await bench.stop()
     results["inbox"] = {}
@@ -269,16 +327,9 @@ async def main(quick: bool, skip_postgres: bool) -> dict[str, Any]:
         url = f"sqlite+aiosqlite:///{workdir / f'inbox-{share}.db'}"
         results["inbox"][f"sqlite, {share:.0%} pending"] = await scenarios.inbox(url, config, share)
     for share in config["inbox_postgres"] if pg_version else []:
-        db = f"sayso_bench_inbox_{os.getpid()}"
-        await pg_admin(f'CREATE DATABASE "{db}"')
-        try:
-            result = await scenarios.inbox(PG_URL.format(db=db), config, share)
+        async with pg_database("inbox") as url:
+            result = await scenarios.inbox(url, config, share)
             results["inbox"][f"postgres, {share:.0%} pending"] = result
-        finally:
-            await pg_admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-    results["duration_s"] = round(time.monotonic() - started, 1)
-    results["machine"]["loadavg_at_end"] = os.getloadavg()
-    results["logs"] = str(workdir)
     return results
 
 
@@ -286,28 +337,26 @@ SECTIONS = ("latency", "backlog", "decisions")
 
 
 async def main_issue13(
-    quick: bool, sections: tuple[str, ...] = SECTIONS, profile: bool = False
+    config: dict[str, Any],
+    pg_version: str | None,
+    workdir: Path,
+    sections: tuple[str, ...] = SECTIONS,
+    profile: bool = False,
 ) -> dict[str, Any]:
     """Issue 13's scenarios, side by side: `sayso run` (front + embedded worker, SQLite) and
-    fronts and `sayso worker` processes on PostgreSQL."""
-    config = ISSUE13_QUICK if quick else ISSUE13_FULL
-    workdir = Path(tempfile.mkdtemp(prefix="sayso-bench13-"))
-    results: dict[str, Any] = {"mode": "quick" if quick else "full", "machine": machine()}
-    pg_version = await postgres_available()
-    if pg_version is None:
-        raise SystemExit("issue 13's scenarios need PostgreSQL at postgres@127.0.0.1:5432")
-    results["machine"]["postgresql"] = pg_version
+    fronts and `sayso worker` processes on PostgreSQL. Without PostgreSQL only the `sayso run`
+    rows (and its decisions and isolated click)."""
     latency, slow, limit = config["model_latency"], config["slow_latency"], config["time_limit"]
     bench = Bench(workdir, config, profile)
-    started = time.monotonic()
     await bench.start(latencies=(latency, slow))
-    out: dict[str, Any] = results.setdefault("issue13", {})
+    out: dict[str, Any] = {}
+    sqlite_first = config["sqlite"] or not pg_version
     try:
-        # model latency 2 s: forty people at once, then 500 runs at once
-        topologies = [("postgres, front + 1 worker", 1)] if "latency" in sections else []
-        if config["sqlite"] and topologies:
+        # model latency: forty people at once, then many runs at once
+        topologies = [("postgres, front + 1 worker", 1)] if pg_version else []
+        if sqlite_first:
             topologies.insert(0, ("sqlite, sayso run", 0))
-        for label, workers in topologies:
+        for label, workers in topologies if "latency" in sections else []:
             async with AsyncExitStack() as stack:
                 url = f"sqlite+aiosqlite:///{workdir / 'latency.db'}"
                 if workers:
@@ -322,7 +371,8 @@ async def main_issue13(
                 many = await issue13.many_at_once(bot, "many", config["many"], 100, latency, limit)
                 out[f"model latency: {label}"] = {"people": people, "many": many}
         # backlog: a burst of runs kept in flight by a slow model
-        topologies = [("postgres, front + 1 worker", 1), ("sqlite, sayso run", 0)]
+        topologies = [("postgres, front + 1 worker", 1)] if pg_version else []
+        topologies.append(("sqlite, sayso run", 0))
         for label, workers in topologies if "backlog" in sections else []:
             async with AsyncExitStack() as stack:
                 url = f"sqlite+aiosqlite:///{workdir / 'backlog.db'}"
@@ -333,29 +383,153 @@ async def main_issue13(
                 out[f"backlog: {label}"] = await issue13.backlog(
                     bot, bench.floor_url, "burst", config
                 )
-        # decisions/s: a front and 1, 2, 4 workers on PostgreSQL
-        for workers in config["worker_counts"] if "decisions" in sections else []:
-            async with pg_database(f"decisions{workers}") as url:
-                async with bench.bot(f"bot_decisions_{workers}w", url, workers=workers) as bot:
-                    if workers == config["worker_counts"][0]:
-                        out[
-                            "isolated click, postgres, front + 1 worker"
-                        ] = await scenarios.isolated_clicks(bot, config["isolated_clicks"], limit)
-                    label = f"front + {workers} worker" + ("s" if workers > 1 else "")
-                    out[f"decisions: postgres, {label}"] = await scenarios.decisions(
-                        bot, {**config, "time_limit": limit}
+        # decisions/s: a front and 1, 2, 4 workers on PostgreSQL (`sayso run` on SQLite without)
+        counts = config["worker_counts"] if pg_version else [0]
+        for workers in counts if "decisions" in sections else []:
+            async with AsyncExitStack() as stack:
+                url = f"sqlite+aiosqlite:///{workdir / 'decisions.db'}"
+                label = "sqlite, sayso run"
+                if workers:
+                    url = await stack.enter_async_context(pg_database(f"decisions{workers}"))
+                    label = f"postgres, front + {workers} worker" + ("s" if workers > 1 else "")
+                bot = bench.bot(f"bot_decisions_{workers}w", url, workers=workers)
+                await stack.enter_async_context(bot)
+                if workers == counts[0]:
+                    out[f"isolated click, {label}"] = await scenarios.isolated_clicks(
+                        bot, config["isolated_clicks"], limit
                     )
+                out[f"decisions: {label}"] = await scenarios.decisions(
+                    bot, {**config, "time_limit": limit}
+                )
     finally:
         await bench.stop()
+    return out
+
+
+_RUNS = itertools.count(1)
+
+
+async def script(workdir: Path, name: str, argv: list[str]) -> dict[str, Any]:
+    """Run another bench script as a person would (`python bench/NAME ARGV --out FILE`) and
+    read its JSON. Its output goes to a log in the work directory, quoted if it fails."""
+    out = workdir / f"{Path(name).stem}-{next(_RUNS)}.json"
+    log_path = out.with_suffix(".log")
+    command = [sys.executable, str(HERE / name), *argv, "--out", str(out)]
+    print(f"running {' '.join(command[1:])}", flush=True)
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=HERE.parent,
+            env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+        )
+        code = await proc.wait()
+    if code != 0 or not out.exists():
+        tail = log_path.read_text(errors="replace")[-4000:]
+        raise RuntimeError(f"{' '.join(command)} exited {code}; its output ends:\n{tail}")
+    return dict(json.loads(out.read_text()))
+
+
+async def decision_cpu_scenario(workdir: Path, mode: str, pg: str | None) -> dict[str, Any]:
+    """`bench/decision_cpu.py`: PostgreSQL (when up) and SQLite."""
+    sizes = {
+        "full": [],
+        "quick": ["--decisions", "30", "--concurrent", "100", "--no-profile"],
+        "smoke": ["--smoke"],
+    }[mode]
+    out: dict[str, Any] = {}
+    for database in (["postgresql"] if pg and mode != "smoke" else []) + ["sqlite"]:
+        argv = [*sizes, *(["--sqlite"] if database == "sqlite" else [])]
+        out[database] = await script(workdir, "decision_cpu.py", argv)
+    return out
+
+
+async def api_scenario(workdir: Path, mode: str, pg: str | None) -> dict[str, Any]:
+    """`bench/api.py` against its targets: SQLite and PostgreSQL (when up)."""
+    sizes = {"full": [], "quick": ["--tasks", "100"], "smoke": ["--smoke"]}[mode]
+    out: dict[str, Any] = {}
+    for database in ["sqlite"] + (["postgresql"] if pg and mode != "smoke" else []):
+        argv = [*sizes, *(["--postgres"] if database == "postgresql" else [])]
+        out[database] = await script(workdir, "api.py", argv)
+    return out
+
+
+async def memory_scenario(workdir: Path, mode: str) -> dict[str, Any]:
+    """`bench/memory.py`: what the RSS growth with paused runs is made of."""
+    argv = {"full": ["--paused", "0,2000,10000", "--tracemalloc"], "quick": ["--paused", "0,10000"]}
+    return await script(workdir, "memory.py", argv.get(mode, ["--smoke"]))
+
+
+async def outbox_scenario(workdir: Path, mode: str) -> dict[str, Any]:
+    """`bench/outbox.py`: 429s per 100 decisions and convergence after an outage (SQLite, one
+    dispatcher; its `--replicas 2` needs SAYSO_TEST_POSTGRES_URL and is not run here)."""
+    argv = {"full": ["--decisions", "100", "--outage", "60"], "quick": [], "smoke": ["--smoke"]}
+    return await script(workdir, "outbox.py", argv[mode])
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    workdir = Path(tempfile.mkdtemp(prefix="sayso-bench-"))
+    results: dict[str, Any] = {
+        "command": "python bench/run.py " + " ".join(sys.argv[1:]),
+        "mode": mode,
+        "commit": commit(),
+        "machine": machine(),
+    }
+    pg_version = None if args.skip_postgres or args.smoke else await postgres_available()
+    results["machine"]["postgresql"] = pg_version
+    if args.issue13 and not args.all and pg_version is None and not args.smoke:
+        raise SystemExit(
+            "issue 13's scenarios compare with PostgreSQL at postgres@127.0.0.1:5432 "
+            "(--skip-postgres is for --all and the main tables)"
+        )
+    started = time.monotonic()
+    out: dict[str, Any] = results.setdefault("scenarios", {})
+    took: dict[str, float] = results.setdefault("durations_s", {})
+    todo: list[tuple[str, Any]] = []
+    if args.all or not args.issue13:
+        config = {"full": FULL, "quick": QUICK, "smoke": SMOKE}[mode]
+        todo.append(("main", lambda: main_tables(config, pg_version, workdir)))
+    if args.all or args.issue13:
+        config13 = {"full": ISSUE13_FULL, "quick": ISSUE13_QUICK, "smoke": ISSUE13_SMOKE}[mode]
+        sections = tuple(args.only.split(",")) if args.only else SECTIONS
+        todo.append(
+            ("issue13", lambda: main_issue13(config13, pg_version, workdir, sections, args.profile))
+        )
+    if args.all:
+        todo.append(("decision_cpu", lambda: decision_cpu_scenario(workdir, mode, pg_version)))
+        todo.append(("api", lambda: api_scenario(workdir, mode, pg_version)))
+        todo.append(("memory", lambda: memory_scenario(workdir, mode)))
+        todo.append(("outbox", lambda: outbox_scenario(workdir, mode)))
+    for name, scenario in todo:
+        t0 = time.monotonic()
+        try:
+            out[name] = await scenario()
+        except Exception as exc:  # keep the other scenarios' results; exit 1 at the end
+            traceback.print_exc()
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"[:4000]}
+            results.setdefault("failed", []).append(name)
+        took[name] = round(time.monotonic() - t0, 1)
     results["duration_s"] = round(time.monotonic() - started, 1)
-    results["machine"]["loadavg_at_end"] = os.getloadavg()
+    results["machine"]["loadavg_at_end"] = list(os.getloadavg())
     results["logs"] = str(workdir)
     return results
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller counts, under 2 minutes")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="every scenario: main tables, issue 13's, decision CPU, the API, memory, outbox",
+    )
+    parser.add_argument("--quick", action="store_true", help="smaller counts")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a check that it runs: tiny counts, SQLite only; the numbers mean nothing",
+    )
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, dbs)")
     parser.add_argument(
@@ -367,16 +541,15 @@ if __name__ == "__main__":
     parser.add_argument(
         "--profile", action="store_true", help="with --issue13: cProfile every bot process (--keep)"
     )
-    parser.add_argument("--output", default=None)
+    parser.add_argument(
+        "--out", "--output", dest="out", default=None, help="default: bench/results.json"
+    )
     args = parser.parse_args()
-    if args.issue13:
-        sections = tuple(args.only.split(",")) if args.only else SECTIONS
-        out = asyncio.run(main_issue13(args.quick, sections, args.profile))
-        output = args.output or str(HERE / "results-issue13.json")
-    else:
-        out = asyncio.run(main(args.quick, args.skip_postgres))
-        output = args.output or str(HERE / "results.json")
+    out = asyncio.run(main(args))
+    output = args.out or str(HERE / "results.json")
     Path(output).write_text(json.dumps(out, indent=2) + "\n")
     print(markdown(out))
+    if out.get("failed"):  # the work directory (logs) is kept: it says why
+        raise SystemExit(f"failed: {', '.join(out['failed'])}; logs in {out['logs']}")
     if not args.keep and not args.profile:
         shutil.rmtree(out["logs"], ignore_errors=True)

@@ -275,7 +275,7 @@ async def decisions(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-async def _exercise(bot: BotUnderTest, count: int, limit: float) -> None:
+async def exercise(bot: BotUnderTest, count: int, limit: float) -> None:
     await bot.start_runs(count, 10, limit)
     await bot.approve((await bot.cards())[-count:], 10, limit)
     await bot.idle()
@@ -286,14 +286,14 @@ async def memory(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]:
     warm, limit, paused = config["warm"], config["time_limit"], config["paused_runs"]
     await bot.start_runs(1, 1, limit)  # one paused run stays, the template for the clones
     template = (await bot.cards())[0]
-    await _exercise(bot, warm, limit)
+    await exercise(bot, warm, limit)
     first = (await bot.rss())["rss_kb"]
-    await _exercise(bot, warm, limit)
+    await exercise(bot, warm, limit)
     before = (await bot.rss())["rss_kb"]
     started = time.perf_counter()
     await clone_paused_runs(bot.database_url, template.run_id, paused)
     inserted_s = time.perf_counter() - started
-    await _exercise(bot, warm, limit)
+    await exercise(bot, warm, limit)
     after = (await bot.rss())["rss_kb"]
     out = {
         "paused_runs": paused,

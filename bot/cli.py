@@ -2,41 +2,51 @@
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import logging
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from slack_sdk.errors import SlackApiError
-
-from bot.agent.scrub import install_log_scrubbing
-from bot.api.cli import add_keys_parser, add_request_parser, run_keys, run_request
-from bot.config import ConfigError, Settings, load_settings, require, require_bot_token
-from bot.serve import wait_for_stop as wait_for_stop  # re-exported: tests/fault/replica.py
-from bot.service.registry import AgentRegistry
-from store.crypto import EncryptionKeyError
-
+# Imports are lazy: `sayso hook claude-code` starts a process per tool call, and an ungated
+# call must answer in a few tens of milliseconds (see main()).
 if TYPE_CHECKING:
+    import argparse
+
+    from bot.config import Settings
     from bot.service.registry import AgentRegistry
 
-log = logging.getLogger("sayso")
+
+def __getattr__(name: str) -> Any:
+    if name == "wait_for_stop":  # re-exported: tests/fault/replica.py
+        from bot.serve import wait_for_stop
+
+        return wait_for_stop
+    raise AttributeError(f"module 'bot.cli' has no attribute {name!r}")
 
 
-def setup_logging(level: str) -> None:
-    """Key=value lines on stderr, every one scrubbed of secrets (see bot/scrub.py)."""
+def setup_logging(level: str, fmt: str = "text") -> None:
+    """Key=value lines on stderr (or JSON objects, `SAYSO_LOG_FORMAT=json`: bot/ops/logs.py),
+    every one scrubbed of secrets (see bot/agent/scrub.py)."""
+    import logging
+
+    from bot.agent.scrub import install_log_scrubbing
+
     install_log_scrubbing()
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    if fmt == "json":
+        from bot.ops.logs import use_json_logs
+
+        use_json_logs(level)
+    else:
+        logging.basicConfig(
+            level=level,
+            format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
+            stream=sys.stderr,
+        )
     for noisy in ("aiohttp.access", "httpx", "httpcore", "slack_bolt", "slack_sdk", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.config import require
     from bot.serve import Mode, load_agents, serve
 
     mode: Mode = args.mode or ("socket" if settings.slack_app_token else "http")
@@ -47,18 +57,26 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> None:
 
 
 async def cmd_worker(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.config import require_bot_token
     from bot.serve import load_agents, serve_worker
 
     require_bot_token(settings)
     warn_renamed_settings(settings)
     if args.concurrency is not None:
         settings = settings.model_copy(update={"sayso_worker_concurrency": args.concurrency})
-    await serve_worker(settings, load_agents(args.agents or settings.sayso_agents))
+    await serve_worker(
+        settings,
+        load_agents(args.agents or settings.sayso_agents),
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
+    )
 
 
 def warn_renamed_settings(settings: Settings) -> None:
     if settings.sayso_max_active_runs is not None and settings.sayso_worker_concurrency is None:
-        log.warning(
+        import logging
+
+        logging.getLogger("sayso").warning(
             "event=renamed_setting: SAYSO_MAX_ACTIVE_RUNS is now SAYSO_WORKER_CONCURRENCY "
             "(runs in flight per worker; a run awaiting its model holds no CPU): using %d",
             settings.sayso_max_active_runs,
@@ -66,6 +84,8 @@ def warn_renamed_settings(settings: Settings) -> None:
 
 
 async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.config import ConfigError
+
     try:
         from bot.mcp.stdio import serve_stdio
     except ImportError:
@@ -88,10 +108,19 @@ async def cmd_db(args: argparse.Namespace, settings: Settings) -> None:
     try:
         await store.upgrade()
         if args.db_command == "reencrypt":
+            from bot.config import ConfigError
+
             if not settings.encryption_keys():
                 raise ConfigError("SAYSO_ENCRYPTION_KEYS is not set: put the new key first")
-            changed = await store.reencrypt()
-            print(f"re-encrypted {changed} value(s) with the first key")
+            from store.rekey import reencrypt_report
+
+            report = await reencrypt_report(store.db, 200)
+            print(f"re-encrypted {report.changed} value(s) with the first key")
+            if report.unreadable:
+                print(
+                    f"{report.unreadable} value(s) no key reads were left as they are (logged "
+                    "with their table and row): add the key they were written with and run again"
+                )
         else:
             print("database is up to date")
     finally:
@@ -131,6 +160,20 @@ def _agents_or_none(settings: Settings) -> AgentRegistry | None:
         return None
 
 
+async def cmd_audit(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.ops.audit_cli import run_audit
+
+    await run_audit(args, settings)
+
+
+async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.ops.doctor import doctor
+
+    code = await doctor(settings, args.json)
+    if code:
+        raise SystemExit(code)
+
+
 async def cmd_policy(args: argparse.Namespace, settings: Settings) -> None:
     from bot.policy_cli import run_policy_command
 
@@ -140,6 +183,8 @@ async def cmd_policy(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(prog="sayso", description="A Slack approval bot for AI agents.")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the bot (Socket Mode or HTTP)")
@@ -155,6 +200,8 @@ def parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="drive runs, without a front (PostgreSQL)")
     worker.add_argument("--concurrency", type=int, help="runs in flight at once (default 200)")
     worker.add_argument("--agents", help="module:attribute naming an Agent or a list of them")
+    worker.add_argument("--metrics-port", type=int, help="serve GET /metrics on this port")
+    worker.add_argument("--metrics-host", default="0.0.0.0", help="(with --metrics-port)")
     sub.add_parser("mcp", help="serve MCP over stdio (the key in SAYSO_KEY)")
     demo = sub.add_parser("demo", help="try sayso in a local Slack sandbox in your browser")
     demo.add_argument("--port", type=int, default=3000)
@@ -164,6 +211,26 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the sandbox enforces Slack's rate limits (Tier 2/3/4, 1 message/s per channel)",
     )
+    _add_db_and_runs(sub)
+    from bot.api.cli import add_keys_parser, add_request_parser
+    from bot.hooks.cli import add_hook_parser
+    from bot.ops.audit_cli import add_parser as add_audit_parser
+    from bot.policy_cli import add_parser
+    from bot.proxy.cli import add_proxy_parser
+
+    add_parser(sub)
+    add_audit_parser(sub)
+    doctor = sub.add_parser("doctor", help="check the configuration: one line per check, a fix")
+    doctor.add_argument("--json", action="store_true", help="one JSON object for machines")
+    add_keys_parser(sub)
+    add_request_parser(sub)
+    add_proxy_parser(sub)
+    add_hook_parser(sub)
+    return p
+
+
+def _add_db_and_runs(sub: Any) -> None:
+    """`sayso db ...` and `sayso runs ...`."""
     db = sub.add_parser("db", help="database schema and encryption keys")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply pending migrations")
@@ -181,12 +248,24 @@ def parser() -> argparse.ArgumentParser:
         "cancel", help="cancel a run: no further tool runs, its open requests close"
     )
     cancel.add_argument("run_id")
-    from bot.policy_cli import add_parser
 
-    add_parser(sub)
-    add_keys_parser(sub)
-    add_request_parser(sub)
-    return p
+
+async def run_keys(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.api.cli import run_keys as keys
+
+    await keys(args, settings)
+
+
+async def run_request(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.api.cli import run_request as request
+
+    await request(args, settings)
+
+
+async def cmd_proxy(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.proxy.cli import run_proxy
+
+    await run_proxy(args, settings)
 
 
 COMMANDS = {
@@ -197,16 +276,31 @@ COMMANDS = {
     "db": cmd_db,
     "runs": cmd_runs,
     "policy": cmd_policy,
+    "audit": cmd_audit,
+    "doctor": cmd_doctor,
     "keys": run_keys,
     "request": run_request,
+    "proxy": cmd_proxy,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["hook"]:  # a process per tool call: nothing heavy is imported
+        from bot.hooks.cli import run_hook
+
+        raise SystemExit(run_hook(words[1:]))
+    args = parser().parse_args(words)
+    import asyncio
+
+    from slack_sdk.errors import SlackApiError
+
+    from bot.config import ConfigError, load_settings
+    from store.crypto import EncryptionKeyError
+
     try:
         settings = load_settings()
-        setup_logging(settings.sayso_log_level)
+        setup_logging(settings.sayso_log_level, settings.sayso_log_format)
         asyncio.run(COMMANDS[args.command](args, settings))
     except ConfigError as exc:
         print(f"sayso: {exc}", file=sys.stderr)

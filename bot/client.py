@@ -24,6 +24,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, create_model
 
 from bot.api.models import MAX_WAIT, CreatedRequest, Decision, RequestState
+from bot.receipts import ReceiptRefused, verify_receipt
 
 F = TypeVar("F", bound=Callable[..., Any])
 STOPPED_WAITING = "The caller stopped waiting."
@@ -54,23 +55,48 @@ class ApprovalExpired(Exception):
         self.state = state
 
 
-def verify_webhook(
+MAX_FUTURE_SKEW = 60.0
+"""A delivery's timestamp may be at most this many seconds ahead of the receiver's clock."""
+
+
+class WebhookVerificationError(ValueError):
+    """A webhook delivery that is not sayso's, or not fresh: the message says which check."""
+
+
+def check_webhook(
     secret: str, headers: Mapping[str, str], body: bytes | str, tolerance: float = 300
-) -> bool:
-    """True when a delivery was signed with `secret` and its timestamp is within `tolerance`
-    seconds of now (a replayed old delivery is refused)."""
+) -> None:
+    """Raise WebhookVerificationError unless the delivery was signed with `secret`, is at most
+    `tolerance` seconds old and at most MAX_FUTURE_SKEW seconds ahead. Signatures are compared
+    as bytes, in constant time."""
     lower = {k.lower(): v for k, v in headers.items()}
     timestamp = lower.get("x-sayso-timestamp", "")
     signature = lower.get("x-sayso-signature", "")
-    try:
-        age = abs(time.time() - int(timestamp))
-    except ValueError:
-        return False
-    if age > tolerance:
-        return False
+    if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 12:
+        raise WebhookVerificationError("X-Sayso-Timestamp: missing or not a Unix time")
+    skew = int(timestamp) - time.time()
+    if skew > MAX_FUTURE_SKEW:
+        raise WebhookVerificationError(f"X-Sayso-Timestamp: {skew:.0f} s in the future")
+    if -skew > tolerance:
+        raise WebhookVerificationError("X-Sayso-Timestamp: too old (a replay?)")
+    if not signature.isascii():
+        raise WebhookVerificationError("X-Sayso-Signature: not ASCII")
     raw = body.encode() if isinstance(body, str) else body
     mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + raw, hashlib.sha256)
-    return hmac.compare_digest("v1=" + mac.hexdigest(), signature)
+    if not hmac.compare_digest(("v1=" + mac.hexdigest()).encode(), signature.encode()):
+        raise WebhookVerificationError("X-Sayso-Signature: does not match")
+
+
+def verify_webhook(
+    secret: str, headers: Mapping[str, str], body: bytes | str, tolerance: float = 300
+) -> bool:
+    """True when a delivery was signed with `secret`, is at most `tolerance` seconds old and
+    at most 60 s ahead (`check_webhook` says why not)."""
+    try:
+        check_webhook(secret, headers, body, tolerance)
+    except WebhookVerificationError:
+        return False
+    return True
 
 
 def _raise_for(response: httpx.Response) -> None:
@@ -155,6 +181,13 @@ class AsyncSaysoClient:
             response = await http.get(f"/v1/requests/{request_id}", params=params)
         _raise_for(response)
         return RequestState.model_validate(response.json())
+
+    async def public_key(self) -> str:
+        """The deployment's receipt-signing public key (GET /v1/receipts/public-key)."""
+        async with self._client() as http:
+            response = await http.get("/v1/receipts/public-key")
+        _raise_for(response)
+        return str(response.json()["public_key"])
 
     async def cancel(self, request_id: str, reason: str | None = None) -> RequestState:
         async with self._client() as http:
@@ -272,6 +305,9 @@ class SaysoClient:
     def cancel(self, request_id: str, reason: str | None = None) -> RequestState:
         return asyncio.run(self.aio.cancel(request_id, reason))
 
+    def public_key(self) -> str:
+        return asyncio.run(self.aio.public_key())
+
     def wait(self, request_id: str, timeout: float) -> RequestState:
         return asyncio.run(self.aio.wait(request_id, timeout))
 
@@ -290,8 +326,12 @@ __all__ = [
     "ApprovalRejected",
     "AsyncSaysoClient",
     "Decision",
+    "ReceiptRefused",
     "RequestState",
     "SaysoAPIError",
     "SaysoClient",
+    "WebhookVerificationError",
+    "check_webhook",
+    "verify_receipt",
     "verify_webhook",
 ]

@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.agent.util import parse_duration
+
+if TYPE_CHECKING:
+    from bot.receipts import ReceiptSigner
 
 __all__ = ["ConfigError", "Settings", "load_settings", "parse_duration", "require"]
 
@@ -18,7 +21,6 @@ _PRINCIPAL = re.compile(r"^[UWS][A-Z0-9_]+$")
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour)\s*$", re.IGNORECASE)
-RATE_WINDOWS = {"second": 1, "minute": 60, "hour": 3600}
 
 
 def parse_rate_limit(value: object) -> tuple[int, str] | None:
@@ -62,6 +64,16 @@ class Settings(BaseSettings):
     sayso_default_channel: str | None = None
     # webhooks go only to these hosts (bot/api/callbacks.py); empty: any http(s) host
     sayso_callback_hosts: Annotated[tuple[str, ...], NoDecode] = ()
+    # issue 23, operations: the audit trail streamed to a SIEM, signed like the API's webhooks;
+    # how long audit events are kept (unset: forever); JSON log lines
+    sayso_audit_webhook: str | None = None
+    sayso_audit_webhook_secret: SecretStr | None = None
+    sayso_audit_retention: timedelta | None = None
+    sayso_log_format: Literal["text", "json"] = "text"
+    # traces (`sayso[otel]`): on when an OTLP endpoint is set; the exporter reads the other
+    # standard OTEL_* variables itself
+    otel_exporter_otlp_endpoint: str | None = None
+    otel_exporter_otlp_traces_endpoint: str | None = None
     sayso_url: str | None = None  # `sayso request`: the sayso to ask (--url)
     sayso_key: SecretStr | None = None  # `sayso request`: the API key (--key)
 
@@ -78,6 +90,32 @@ class Settings(BaseSettings):
         if bad:
             raise ValueError(f"callback hosts are host[:port] or *.domain, not {bad[0]!r}")
         return hosts
+
+    @field_validator("sayso_audit_webhook")
+    @classmethod
+    def _audit_webhook(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        assert value is not None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL such as https://siem.example.com/sayso")
+        return value
+
+    @field_validator("sayso_audit_retention", mode="before")
+    @classmethod
+    def _audit_retention(cls, value: object) -> timedelta | None:
+        if value is None or str(value).strip().lower() in ("", "off", "forever", "never"):
+            return None
+        return parse_duration(value)
+
+    @model_validator(mode="after")
+    def _audit_webhook_signed(self) -> Settings:
+        if self.sayso_audit_webhook and not self.secret("sayso_audit_webhook_secret"):
+            raise ValueError(
+                "SAYSO_AUDIT_WEBHOOK is set but SAYSO_AUDIT_WEBHOOK_SECRET is not: the audit "
+                "webhook is always signed, set a secret the receiver checks"
+            )
+        return self
 
     @field_validator("sayso_rate_limit", mode="before")
     @classmethod
@@ -119,6 +157,27 @@ class Settings(BaseSettings):
     # issue 12, approval policies: a YAML policy file overriding the code's settings
     sayso_policy: str | None = None
 
+    # issue 24, signed receipts: the Ed25519 key that signs every decision's receipt
+    # (`sayso keys signing-key` makes one), and how long an approval's receipt lets a call run
+    sayso_signing_key: SecretStr | None = None
+    sayso_receipt_ttl: timedelta = timedelta(hours=1)
+
+    @field_validator("sayso_signing_key")
+    @classmethod
+    def _signing_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and value.get_secret_value().strip():
+            from bot.receipts import ReceiptSigner
+
+            ReceiptSigner.from_text(value.get_secret_value())  # ValueError says how to fix it
+        return value
+
+    def receipt_signer(self) -> ReceiptSigner | None:
+        """The signer of receipts, when SAYSO_SIGNING_KEY is set."""
+        from bot.receipts import ReceiptSigner
+
+        text = (self.secret("sayso_signing_key") or "").strip()
+        return ReceiptSigner.from_text(text, self.sayso_receipt_ttl) if text else None
+
     @field_validator("sayso_approvers", "sayso_admins", mode="before")
     @classmethod
     def _split_approvers(cls, value: object) -> tuple[str, ...]:
@@ -139,7 +198,7 @@ class Settings(BaseSettings):
             )
         return ids
 
-    @field_validator("sayso_approval_ttl", "sayso_retention", mode="before")
+    @field_validator("sayso_approval_ttl", "sayso_retention", "sayso_receipt_ttl", mode="before")
     @classmethod
     def _duration(cls, value: object) -> timedelta:
         return parse_duration(value)
@@ -183,8 +242,10 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = str(err["loc"][0]).upper() if err.get("loc") else "a setting"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if not err.get("loc"):  # a rule across settings: its message names them
+            raise ConfigError(f"{msg}. Fix it in the environment or .env") from None
+        field = str(err["loc"][0]).upper()
         raise ConfigError(
             f"{field} is malformed: {msg}. Fix it in the environment or .env"
         ) from None

@@ -10,13 +10,15 @@ import contextlib
 import logging
 import signal
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Literal
 
 from bot.config import ConfigError, Settings
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from bot.front import Bot
     from bot.service.registry import AgentRegistry
 
@@ -74,16 +76,54 @@ async def started(bot: Bot) -> AsyncIterator[Bot]:
 async def http_front(
     bot: Bot, host: str, port: int, *, slack_events: bool = True
 ) -> AsyncIterator[None]:
-    """The bot's HTTP endpoints (`/slack/events`, `/healthz`, `/v1`) listening on host:port."""
+    """The bot's HTTP endpoints (`/slack/events`, `/healthz`, `/readyz`, `/metrics`, `/v1`)
+    listening on host:port."""
     from aiohttp import web
 
-    runner = web.AppRunner(bot.web_app(slack_events=slack_events), access_log=None)
+    from bot.ops import metrics
+
+    webapp = bot.web_app(slack_events=slack_events)
+    webapp.middlewares.append(metrics.ack_middleware)
+    webapp.router.add_get("/readyz", readyz(bot))
+    metrics.add_routes(webapp)
+    runner = web.AppRunner(webapp, access_log=None)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
         yield
     finally:
         await runner.cleanup()
+
+
+def readyz(bot: Bot) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """GET /readyz: 200 when the database answers and Slack's `auth.test` has told sayso its
+    workspace (a load balancer or Kubernetes sends traffic only then), else 503 saying why."""
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.Response:
+        database = await bot.store.ping()
+        workspace = bot.identity.known
+        ready = database and workspace
+        body = {
+            "ready": ready,
+            "database": "reachable" if database else "unreachable",
+            "workspace": "known" if workspace else "unknown (auth.test has not answered yet)",
+        }
+        return web.json_response(body, status=200 if ready else 503)
+
+    return handler
+
+
+def observe(bot: Bot) -> None:
+    """Metrics for this process (decisions, model requests, Slack errors, pending requests)
+    and, with `sayso[otel]` and an OTLP endpoint, traces."""
+    from bot.ops import metrics, tracing
+
+    metrics.install()
+    metrics.watch_store(bot.store.db, replace=True)
+    metrics.count_slack_errors(bot.client)
+    if tracing.setup(bot.settings):  # `sayso[otel]` and an OTLP endpoint
+        tracing.trace_slack_calls(bot.client)
 
 
 @asynccontextmanager
@@ -114,6 +154,7 @@ async def serve(
     False (`--no-worker`), a worker on its own thread and event loop. On a signal the front
     stops accepting and drains in-flight acks, then the worker stops gracefully."""
     from bot.compose import build_bot
+    from bot.ops.audit_webhook import AuditTasks
     from bot.worker import EmbeddedWorker
 
     bot = build_bot(settings, agents)
@@ -122,9 +163,12 @@ async def serve(
         embedded.attach(bot)
     else:
         bot.hand_runs_to_workers(_remote_workers)
+    observe(bot)
+    audit_tasks = AuditTasks(settings, owner=bot.store.replica_id)
     async with started(bot):
         if embedded is not None:
             await embedded.start()
+        await audit_tasks.start()
         try:
             if mode == "socket":
                 # The port still serves /healthz and the approval API (never /slack/events).
@@ -146,6 +190,7 @@ async def serve(
                     )
                     await wait_for_stop()
         finally:
+            await audit_tasks.stop()
             if embedded is not None:
                 await embedded.stop()
 
@@ -154,9 +199,19 @@ def _remote_workers(run_id: str) -> None:
     """A front without a worker: the store's hand-off (PostgreSQL NOTIFY) wakes the workers."""
 
 
-async def serve_worker(settings: Settings, agents: AgentRegistry) -> None:
-    """`sayso worker`: claim and drive runs until a signal, then stop gracefully."""
+async def serve_worker(
+    settings: Settings,
+    agents: AgentRegistry,
+    *,
+    metrics_port: int | None = None,
+    metrics_host: str = "0.0.0.0",
+) -> None:
+    """`sayso worker`: claim and drive runs until a signal, then stop gracefully. With
+    `metrics_port`, GET /metrics answers on that port meanwhile."""
+    from bot.ops import metrics
+    from bot.ops.audit_webhook import AuditTasks
     from bot.worker import Worker, run_worker
+    from store.store import default_replica_id
 
     def reload_on_sighup(worker: Worker) -> None:
         if settings.sayso_policy:  # new requests use the file as it is now
@@ -165,4 +220,13 @@ async def serve_worker(settings: Settings, agents: AgentRegistry) -> None:
                     signal.SIGHUP, worker.service.reload_policy
                 )
 
-    await run_worker(settings, agents, stop_on_signals(), on_started=reload_on_sighup)
+    metrics.install()
+    runner = await metrics.serve_metrics(metrics_host, metrics_port) if metrics_port else None
+    audit_tasks = AuditTasks(settings, owner=settings.sayso_replica_id or default_replica_id())
+    await audit_tasks.start()
+    try:
+        await run_worker(settings, agents, stop_on_signals(), on_started=reload_on_sighup)
+    finally:
+        await audit_tasks.stop()
+        if runner is not None:
+            await runner.cleanup()

@@ -162,6 +162,7 @@ async def run_worker(
             sweep_interval=settings.sayso_sweep_interval,
             grace=settings.sayso_shutdown_grace,
         )
+        _observe(worker, client, settings)
         if on_started is not None:
             on_started(worker)
         await webhooks.start(retries=False)
@@ -171,6 +172,19 @@ async def run_worker(
             await webhooks.stop()
     finally:
         await store.close()
+
+
+def _observe(worker: Worker, client: Any, settings: Settings) -> None:
+    """`sayso_runs_in_flight` is this worker's; its Slack errors and decisions are counted
+    (and traced, with `sayso[otel]` and an OTLP endpoint)."""
+    from bot.ops import metrics, tracing
+
+    if tracing.setup(settings):
+        tracing.trace_slack_calls(client)
+    metrics.install()
+    metrics.runs_in_flight.set_function(lambda: worker.runs_in_flight)
+    metrics.watch_store(worker.service.store.db)
+    metrics.count_slack_errors(client)
 
 
 class EmbeddedWorker:

@@ -8,6 +8,7 @@ decide path see nothing special; `ready_runs` leaves these runs out, so no runne
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -144,12 +145,53 @@ _PAUSE_OF: dict[str, PauseKind] = {
 }
 
 
+class IdempotencyConflict(Exception):
+    """An idempotency key this key used before, with a different request."""
+
+
+def body_hash(new: NewApiRequest) -> str:
+    """sha256 of what the request asks (everything but its deadline and idempotency key)."""
+    fields = {
+        "kind": new.kind,
+        "tool": new.tool_name,
+        "title": new.title,
+        "arguments": new.arguments,
+        "spec": new.spec,
+        "channel": new.channel_id,
+        "thread_ts": new.thread_ts,
+        "requester": new.requester,
+        "approvers": sorted(new.approvers),
+        "allow_self_approval": new.allow_self_approval,
+        "callback_url": new.callback_url,
+    }
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+async def _earlier(db: Database, new: NewApiRequest, digest: str) -> str | None:
+    """The earlier request of this idempotency key, if the same; IdempotencyConflict if not."""
+    assert new.idempotency_key is not None
+    query = sa.select(api_requests.c.request_id, api_requests.c.body_hash).where(
+        api_requests.c.key_name == new.key_name,
+        api_requests.c.idempotency_key == new.idempotency_key,
+    )
+    async with db.read() as conn:
+        row = (await conn.execute(query)).first()
+    if row is None:
+        return None
+    if row.body_hash is not None and row.body_hash != digest:
+        raise IdempotencyConflict(str(row.request_id))
+    return str(row.request_id)
+
+
 async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
     # Longer than 60 lines because creating a request is one transaction (idempotent).
     """Store the run and its one pending request; (request id, created). With an idempotency
-    key already used by this key, the earlier request's id and False."""
+    key already used by this key for the same request, the earlier request's id and False;
+    for another request, IdempotencyConflict."""
+    digest = body_hash(new)
     if new.idempotency_key is not None:
-        found = await by_idempotency_key(db, new.key_name, new.idempotency_key)
+        found = await _earlier(db, new, digest)
         if found is not None:
             return found, False
     now = utcnow()
@@ -205,12 +247,13 @@ async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
                     idempotency_key=new.idempotency_key,
                     callback_url=new.callback_url,
                     created_at=now,
+                    body_hash=digest,
                 )
             )
     except IntegrityError:
         if new.idempotency_key is None:
             raise
-        found = await by_idempotency_key(db, new.key_name, new.idempotency_key)
+        found = await _earlier(db, new, digest)
         if found is None:
             raise
         return found, False

@@ -1,8 +1,21 @@
-"""The append-only audit trail and Slack event deduplication."""
+"""The append-only audit trail (a hash chain) and Slack event deduplication.
+
+Each event stores the hash of the previous one (`prev_hash`) and its own (`hash`: sha256 of
+the previous hash and the event's canonical JSON, plaintext values, so re-encryption keeps
+it). Appends are serialized by a lock on the one row of `audit_chain` (`FOR UPDATE` on
+PostgreSQL; SQLite's write transactions are serialized already), which also records the head:
+ids are taken under that lock, so id order is chain order and commit order. Events written by
+an older version during a rolling upgrade (no hash) are chained in by the next append.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
 from typing import Any, NotRequired, TypedDict, Unpack
 
 import sqlalchemy as sa
@@ -11,7 +24,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from bot.agent.util import utcnow
 from store.db import Database, insert_ignore
 from store.records import AuditEvent, args_hash
-from store.schema import audit_events, slack_events
+from store.schema import audit_chain, audit_events, audit_webhook_cursor, runs, slack_events
+
+log = logging.getLogger("sayso.audit")
 
 
 class AuditEntry(TypedDict):
@@ -29,25 +44,123 @@ class AuditEntry(TypedDict):
     detail: NotRequired[str | None]
 
 
+AuditObserver = Callable[[AsyncConnection, Mapping[str, Any]], Awaitable[None]]
+AUDIT_OBSERVERS: list[AuditObserver] = []
+"""Called with each event as it is appended, inside its transaction, before the chain's head
+is locked (bot/ops/metrics.py counts decisions from them). An observer's failure is logged,
+never the append's; an observer that queries on PostgreSQL does it in a savepoint (a failed
+statement would abort the caller's transaction)."""
+
+GENESIS = "0" * 64
+"""The previous hash of the first chained event."""
+
+HASHED = (
+    "at",
+    "actor",
+    "action",
+    "run_id",
+    "call_id",
+    "request_id",
+    "tool_name",
+    "args_hash",
+    "outcome",
+    "detail",
+    "agent_id",
+    "tenant",
+)
+"""The columns an event's hash covers (with the previous hash)."""
+
+
+def event_hash(prev_hash: str, event: Mapping[str, Any]) -> str:
+    """sha256 of the previous hash and the event's canonical JSON (sorted keys, UTC times)."""
+    values = {name: event.get(name) for name in HASHED}
+    at = values["at"]
+    if isinstance(at, datetime):
+        values["at"] = at.astimezone(UTC).isoformat(timespec="microseconds")
+    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{prev_hash}\n{canonical}".encode()).hexdigest()
+
+
+async def _lock_head(conn: AsyncConnection, run_id: str | None) -> Any:
+    """The chain's head row, locked until the transaction ends, with the newest event's id and
+    the run's agent and workspace (one statement)."""
+    newest = sa.select(sa.func.max(audit_events.c.id)).scalar_subquery()
+    agent = sa.select(runs.c.agent_id).where(runs.c.id == run_id).scalar_subquery()
+    team = sa.select(runs.c.team_id).where(runs.c.id == run_id).scalar_subquery()
+    query = sa.select(
+        audit_chain.c.head_id,
+        audit_chain.c.head_hash,
+        newest.label("newest"),
+        agent.label("agent_id"),
+        team.label("tenant"),
+    ).where(audit_chain.c.id == 1)
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(of=audit_chain)
+    row = (await conn.execute(query)).first()
+    if row is None:
+        raise RuntimeError("audit_chain has no head row: run `sayso db upgrade`")
+    return row
+
+
+async def _adopt_unchained(conn: AsyncConnection, head_id: int, head_hash: str) -> str:
+    """Chain in events written without a hash (by an older version during an upgrade)."""
+    rows = (
+        await conn.execute(
+            sa.select(audit_events).where(audit_events.c.id > head_id).order_by(audit_events.c.id)
+        )
+    ).all()
+    for row in rows:
+        prev, head_hash = head_hash, event_hash(head_hash, dict(row._mapping))
+        await conn.execute(
+            audit_events.update()
+            .where(audit_events.c.id == row.id)
+            .values(prev_hash=prev, hash=head_hash)
+        )
+    return head_hash
+
+
 async def add_audit(
     conn: AsyncConnection, *, now: datetime | None = None, **entry: Unpack[AuditEntry]
 ) -> None:
-    """Append one event inside the caller's transaction (it commits with the change)."""
+    """Append one event inside the caller's transaction (it commits with the change); the
+    chain's head stays locked until then."""
     tool_name = entry.get("tool_name")
-    await conn.execute(
-        audit_events.insert().values(
-            at=now or utcnow(),
-            actor=entry["actor"],
-            action=entry["action"],
-            run_id=entry.get("run_id"),
-            call_id=entry.get("call_id"),
-            request_id=entry.get("request_id"),
-            tool_name=tool_name,
-            args_hash=args_hash(tool_name, entry.get("arguments")),
-            outcome=entry["outcome"],
-            detail=entry.get("detail"),
+    run_id = entry.get("run_id")
+    values: dict[str, Any] = {
+        "at": now or utcnow(),
+        "actor": entry["actor"],
+        "action": entry["action"],
+        "run_id": run_id,
+        "call_id": entry.get("call_id"),
+        "request_id": entry.get("request_id"),
+        "tool_name": tool_name,
+        "args_hash": args_hash(tool_name, entry.get("arguments")),
+        "outcome": entry["outcome"],
+        "detail": entry.get("detail"),
+    }
+    for observer in AUDIT_OBSERVERS:  # before the head is locked: the lock is held briefly
+        try:
+            await observer(conn, values)
+        except Exception:
+            log.exception("event=audit_observer_failed action=%s", values["action"])
+    head = await _lock_head(conn, run_id)
+    head_hash: str = head.head_hash
+    if head.newest is not None and head.newest > (head.head_id or 0):
+        head_hash = await _adopt_unchained(conn, head.head_id or 0, head_hash)
+    values.update(agent_id=head.agent_id, tenant=head.tenant)
+    digest = event_hash(head_hash, values)
+    insert = audit_events.insert().values(**values, prev_hash=head_hash, hash=digest)
+    move_head = audit_chain.update().where(audit_chain.c.id == 1)
+    if conn.dialect.name == "postgresql":  # one round trip: the insert feeds the head's update
+        inserted = insert.returning(audit_events.c.id).cte("inserted")
+        new_id = sa.select(inserted.c.id).scalar_subquery()
+        await conn.execute(move_head.values(head_id=new_id, head_hash=digest))
+    else:
+        result = await conn.execute(insert)
+        assert result.inserted_primary_key is not None
+        await conn.execute(
+            move_head.values(head_id=result.inserted_primary_key[0], head_hash=digest)
         )
-    )
 
 
 async def audit(db: Database, **entry: Unpack[AuditEntry]) -> None:
@@ -57,7 +170,8 @@ async def audit(db: Database, **entry: Unpack[AuditEntry]) -> None:
 
 
 async def audit_trail(db: Database, run_id: str) -> list[AuditEvent]:
-    query = sa.select(audit_events).where(audit_events.c.run_id == run_id)
+    columns = [audit_events.c[f.name] for f in fields(AuditEvent)]
+    query = sa.select(*columns).where(audit_events.c.run_id == run_id)
     async with db.read() as conn:
         rows = (await conn.execute(query.order_by(audit_events.c.id))).all()
     return [AuditEvent(**dict(r._mapping)) for r in rows]
@@ -80,3 +194,167 @@ async def purge_events(db: Database, older_than: timedelta) -> int:
             slack_events.delete().where(slack_events.c.received_at < cutoff)
         )
     return result.rowcount
+
+
+# -- reading the chain: verify, export (bot/ops/audit.py) -------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainEnds:
+    """Where the chain starts (`anchor_*`: the last event before it) and ends (`head_*`)."""
+
+    anchor_id: int
+    anchor_hash: str
+    head_id: int | None
+    head_hash: str
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    since: datetime | None = None
+    until: datetime | None = None
+    agent_id: str | None = None
+    tenant: str | None = None
+
+
+async def chain_ends(db: Database) -> ChainEnds:
+    async with db.read() as conn:
+        row = (await conn.execute(sa.select(audit_chain).where(audit_chain.c.id == 1))).first()
+    if row is None:
+        raise RuntimeError("audit_chain has no head row: run `sayso db upgrade`")
+    return ChainEnds(row.anchor_id, row.anchor_hash, row.head_id, row.head_hash)
+
+
+async def event_page(
+    db: Database, after_id: int, limit: int, where: EventFilter | None = None
+) -> list[dict[str, Any]]:
+    """Up to `limit` events with ids above `after_id`, in chain order (keyset pagination: each
+    page is one short indexed read, whatever the table's size)."""
+    query = sa.select(audit_events).where(audit_events.c.id > after_id)
+    if where is not None:
+        if where.since is not None:
+            query = query.where(audit_events.c.at >= where.since)
+        if where.until is not None:
+            query = query.where(audit_events.c.at < where.until)
+        if where.agent_id is not None:
+            query = query.where(audit_events.c.agent_id == where.agent_id)
+        if where.tenant is not None:
+            query = query.where(audit_events.c.tenant == where.tenant)
+    query = query.order_by(audit_events.c.id).limit(limit)
+    async with db.read() as conn:
+        return [dict(r._mapping) for r in (await conn.execute(query)).all()]
+
+
+async def purge_audit(db: Database, older_than: timedelta, *, keep_after: int | None = None) -> int:
+    """Delete the oldest events, up to the first one newer than now - older_than (a prefix of
+    the chain, never past `keep_after`: events the SIEM webhook has not had); the chain's
+    anchor moves to the last one deleted, so what is kept still verifies. Returns how many."""
+    cutoff = utcnow() - older_than
+    async with db.write() as conn:
+        await _lock_head(conn, None)
+        first_kept = await conn.scalar(
+            sa.select(sa.func.min(audit_events.c.id)).where(audit_events.c.at >= cutoff)
+        )
+        if first_kept is None:
+            first_kept = (await conn.scalar(sa.select(sa.func.max(audit_events.c.id)))) or 0
+            first_kept += 1
+        if keep_after is not None:
+            first_kept = min(first_kept, keep_after + 1)
+        last = (
+            await conn.execute(
+                sa.select(audit_events.c.id, audit_events.c.hash)
+                .where(audit_events.c.id < first_kept)
+                .order_by(audit_events.c.id.desc())
+                .limit(1)
+            )
+        ).first()
+        if last is None:
+            return 0
+        result = await conn.execute(audit_events.delete().where(audit_events.c.id <= last.id))
+        anchor: dict[str, Any] = {"anchor_id": last.id}
+        if last.hash is not None:  # else: before the chain existed, the anchor hash stays
+            anchor["anchor_hash"] = last.hash
+        await conn.execute(audit_chain.update().where(audit_chain.c.id == 1).values(**anchor))
+    return int(result.rowcount)
+
+
+# -- the SIEM webhook's cursor (bot/ops/audit_webhook.py) -------------------------------------
+
+
+@dataclass(frozen=True)
+class WebhookCursor:
+    delivered_id: int
+    attempts: int
+    next_attempt_at: datetime | None
+
+
+async def claim_webhook_cursor(
+    db: Database, owner: str, lease: timedelta, now: datetime | None = None
+) -> WebhookCursor | None:
+    """Take (or renew) the lease on the webhook's cursor; None when another replica holds it
+    or its next attempt is not due. The first claim starts at the chain's head: the webhook
+    streams what is written from then on (`sayso audit export` gives the history)."""
+    now = now or utcnow()
+    c = audit_webhook_cursor.c
+    async with db.write() as conn:
+        row = (await conn.execute(sa.select(audit_webhook_cursor).where(c.id == 1))).first()
+        if row is None:
+            head = (
+                await conn.execute(sa.select(audit_chain.c.head_id).where(audit_chain.c.id == 1))
+            ).scalar()
+            await conn.execute(
+                audit_webhook_cursor.insert().values(
+                    id=1,
+                    delivered_id=head or 0,
+                    lease_owner=owner,
+                    lease_expires_at=now + lease,
+                    attempts=0,
+                )
+            )
+            return WebhookCursor(head or 0, 0, None)
+        free = sa.or_(
+            c.lease_owner == owner, c.lease_expires_at.is_(None), c.lease_expires_at < now
+        )
+        due = sa.or_(c.next_attempt_at.is_(None), c.next_attempt_at <= now)
+        result = await conn.execute(
+            audit_webhook_cursor.update()
+            .where(c.id == 1, free, due)
+            .values(lease_owner=owner, lease_expires_at=now + lease)
+        )
+        if result.rowcount != 1:
+            return None
+    return WebhookCursor(row.delivered_id, row.attempts, row.next_attempt_at)
+
+
+async def advance_webhook_cursor(db: Database, owner: str, delivered_id: int) -> bool:
+    """The SIEM acknowledged every event up to `delivered_id` (False: the lease was lost)."""
+    c = audit_webhook_cursor.c
+    async with db.write() as conn:
+        result = await conn.execute(
+            audit_webhook_cursor.update()
+            .where(c.id == 1, c.lease_owner == owner, c.delivered_id <= delivered_id)
+            .values(delivered_id=delivered_id, attempts=0, next_attempt_at=None, last_error=None)
+        )
+    return bool(result.rowcount == 1)
+
+
+async def webhook_attempt_failed(
+    db: Database, owner: str, error: str, next_attempt_at: datetime
+) -> None:
+    c = audit_webhook_cursor.c
+    async with db.write() as conn:
+        await conn.execute(
+            audit_webhook_cursor.update()
+            .where(c.id == 1, c.lease_owner == owner)
+            .values(attempts=c.attempts + 1, next_attempt_at=next_attempt_at, last_error=error)
+        )
+
+
+async def webhook_delivered_id(db: Database) -> int | None:
+    """The last event the SIEM webhook acknowledged (None: it never ran)."""
+    async with db.read() as conn:
+        return (
+            await conn.execute(
+                sa.select(audit_webhook_cursor.c.delivered_id).where(audit_webhook_cursor.c.id == 1)
+            )
+        ).scalar()

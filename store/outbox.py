@@ -1,3 +1,5 @@
+# Longer than 400 lines because the crash-safety argument (claim, unsure, adopt, mark) is one
+# protocol, kept readable in one place (docs/architecture.md, "Durable Slack").
 """The Slack outbox: what sayso shows in Slack is a row before it is sent (issue 22).
 
 Design (docs/architecture-outbox.md has the long form)

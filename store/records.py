@@ -17,6 +17,7 @@ from bot.agent.vocabulary import (
     RequestStatus,
     RunStatus,
 )
+from store.crypto import EncryptionKeyError, Unreadable
 
 ANYONE = "*"
 
@@ -84,7 +85,10 @@ class RunRecord:
 
     @cached_property
     def result(self) -> RunResult | None:
-        """The saved run state, parsed on first use (None before the first save)."""
+        """The saved run state, parsed on first use (None before the first save);
+        EncryptionKeyError when no key reads it."""
+        if isinstance(self.state, Unreadable):
+            raise EncryptionKeyError(self.state.why)
         return RunResult.model_validate_json(self.state) if self.state else None
 
     def leased(self, now: datetime | None = None) -> bool:

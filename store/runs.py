@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from bot.agent.state import RunResult
 from bot.agent.util import utcnow
+from store.crypto import EncryptionKeyError, Unreadable
 from store.db import Database
 from store.records import Lease, RunRecord
 from store.schema import approval_requests as req
@@ -107,6 +108,8 @@ async def get_runs(db: Database, run_ids: list[str]) -> dict[str, RunRecord]:
 async def load_result(db: Database, run_id: str) -> RunResult | None:
     async with db.read() as conn:
         state = await conn.scalar(sa.select(runs.c.state).where(runs.c.id == run_id))
+    if isinstance(state, Unreadable):
+        raise EncryptionKeyError(state.why)
     return RunResult.model_validate_json(state) if state else None
 
 

@@ -205,6 +205,12 @@ api_keys = sa.Table(
     sa.Column("channels", sa.JSON(none_as_null=True)),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("revoked_at", UTCDateTime),
+    # the key's own policy (issue 21, finding 7); NULL: the defaults
+    sa.Column("approvers", sa.JSON(none_as_null=True)),
+    sa.Column("min_approvals", sa.Integer),
+    sa.Column("allow_self_approval", sa.Boolean),
+    sa.Column("expires_in", sa.Integer),
+    sa.Column("per_minute", sa.Integer),
 )
 
 api_requests = sa.Table(
@@ -218,8 +224,9 @@ api_requests = sa.Table(
     ),
     sa.Column("key_name", sa.String(100), nullable=False),
     sa.Column("idempotency_key", sa.String(200)),
-    sa.Column("callback_url", sa.Text),
+    sa.Column("callback_url", EncryptedText),  # may carry a token
     sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("body_hash", sa.String(64)),  # sha256 of the request, for its idempotency key
     sa.UniqueConstraint("key_name", "idempotency_key", name="uq_api_requests_idempotency"),
 )
 
@@ -228,7 +235,7 @@ webhook_deliveries = sa.Table(
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),
     sa.Column("request_id", sa.String(64), nullable=False, unique=True),
-    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("url", EncryptedText, nullable=False),  # may carry a token
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False),
     sa.Column("next_attempt_at", UTCDateTime, nullable=False),
@@ -299,3 +306,40 @@ slack_senders = sa.Table(
 )
 """Which dispatcher sends to Slack now (a lease): Slack's limits are per workspace, so one
 sender paces them exactly; any replica takes over when the lease lapses."""
+
+# -- the audit hash chain and its webhook (issue 23) ------------------------------------------
+
+for _column in (
+    sa.Column("agent_id", sa.String(200)),
+    sa.Column("tenant", sa.String(64)),
+    sa.Column("prev_hash", sa.String(64)),
+    sa.Column("hash", sa.String(64)),
+):
+    audit_events.append_column(_column)
+
+audit_chain = sa.Table(
+    "audit_chain",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("head_id", BigId),
+    sa.Column("head_hash", sa.String(64), nullable=False),
+    sa.Column("anchor_id", BigId, nullable=False),
+    sa.Column("anchor_hash", sa.String(64), nullable=False),
+)
+"""One row: the chain's head (the last chained event and its hash), locked by every append so
+appends are serialized, and its anchor (where it starts: the last event purged by audit
+retention, or the last event written before the chain existed)."""
+
+audit_webhook_cursor = sa.Table(
+    "audit_webhook_cursor",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("delivered_id", BigId, nullable=False),
+    sa.Column("lease_owner", sa.String(200)),
+    sa.Column("lease_expires_at", UTCDateTime),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", UTCDateTime),
+    sa.Column("last_error", sa.Text),
+)
+"""One row: the last audit event the SIEM webhook acknowledged (SAYSO_AUDIT_WEBHOOK); the
+replica holding the lease sends the events after it, in order, at least once."""

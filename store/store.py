@@ -11,8 +11,8 @@ from typing import Any, Unpack
 
 from bot.agent.state import RunResult
 from store import audit as audit_ops
+from store import crypto, escalation, grants, migrate, quorum, wakeups
 from store import decisions as decision_ops
-from store import escalation, grants, migrate, quorum, wakeups
 from store import inbox as inbox_ops
 from store import requests as request_ops
 from store import runs as run_ops
@@ -172,7 +172,8 @@ class Store:
     # -- approval requests ---------------------------------------------------------------
 
     async def get_request(self, request_id: str) -> ApprovalRequestRecord | None:
-        return await request_ops.get_request(self.db, request_id)
+        """The request; EncryptionKeyError when one of its values no key reads."""
+        return crypto.check_readable(await request_ops.get_request(self.db, request_id))
 
     async def requests_for_run(
         self, run_id: str, *, step: int | None = None

@@ -127,3 +127,14 @@ def test_a_bad_file_stops_sayso_run_with_the_line(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "policy.yaml:4:" in err and "unknown tool 'nope'" in err
+
+
+def test_the_bot_reads_a_file_that_also_gates_proxied_tools(tmp_path: Path) -> None:
+    """One SAYSO_POLICY for `sayso run` and for `sayso proxy` / `sayso hook`: the bot reads
+    `agents:` and leaves `proxy:` to them."""
+    from bot.loading import load_registry
+    from bot.service.policy.file import load_policy
+
+    text = GOOD + 'proxy:\n  github:\n    tools:\n      "get_*": {action: allow}\n'
+    book = load_policy(write(tmp_path, text), load_registry("bot.examples.ops:agents"))
+    assert ("ops", "deploy") in book.tools

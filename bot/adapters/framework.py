@@ -53,10 +53,6 @@ FRAMEWORK_STATE_KEY = "framework_state"
 """Where a framework run keeps the framework's own state: in its context, saved with the run
 (and encrypted with it when a key is set)."""
 
-INTERRUPTED_NOTE = (
-    "The process driving this run stopped while the call was being carried out: it may have run."
-)
-
 
 @dataclass(frozen=True)
 class FrameworkCall:

@@ -2,7 +2,8 @@
 
 `scrub(text)` removes what looks like a credential: URL userinfo (`https://user:pass@host`),
 the values of query parameters (and `name=value` or JSON pairs) whose names contain key,
-token, secret, password, auth or signature, Slack tokens (`xoxb-…`, `xapp-…`), `sk-…` API
+token, secret, password, auth or signature, Slack tokens (`xoxb-…`, `xapp-…`), sayso's API keys
+(`sk_sayso_…`) and webhook secrets (`whsec_…`), `sk-…` API
 keys and `Bearer …` / `Basic …` credentials.
 
 `Failure.of(exc)` is how an exception is shown to people: its type, its scrubbed text and a
@@ -39,6 +40,9 @@ _PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"\bxox[abporse]-[A-Za-z0-9\-]+"), f"xox-{REDACTED}"),
     (re.compile(r"\bxapp-[A-Za-z0-9\-]+"), f"xapp-{REDACTED}"),
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{4,}"), f"sk-{REDACTED}"),
+    # sayso's own: approval API keys and webhook secrets (bot/service/api_requests.py)
+    (re.compile(r"\bsk_sayso_[A-Za-z0-9_\-]{4,}"), f"sk_sayso_{REDACTED}"),
+    (re.compile(r"\bwhsec_[A-Za-z0-9_\-]{4,}"), f"whsec_{REDACTED}"),
 )
 
 
@@ -97,14 +101,6 @@ def scrub_record(record: logging.LogRecord) -> None:
         record.exc_text = scrub("".join(lines).rstrip("\n"))
     if record.stack_info:
         record.stack_info = scrub(record.stack_info)
-
-
-class ScrubbingFilter(logging.Filter):
-    """A logging filter that scrubs each record (for handlers that see foreign records)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        scrub_record(record)
-        return True
 
 
 _MARK: Final = "_sayso_scrubs"

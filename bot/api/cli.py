@@ -13,7 +13,21 @@ from bot.config import Settings
 EXIT_APPROVED, EXIT_REJECTED, EXIT_EXPIRED, EXIT_ERROR = 0, 1, 2, 3
 
 
+def signing_key_command() -> int:
+    """`sayso keys signing-key`: a new Ed25519 key for SAYSO_SIGNING_KEY, and its public half."""
+    from bot.receipts import ReceiptSigner, new_signing_key
+
+    key = new_signing_key()
+    print(f"SAYSO_SIGNING_KEY={key}")
+    print(f"public key:        {ReceiptSigner.from_text(key).public_key}")
+    print("Set SAYSO_SIGNING_KEY on every sayso replica (the same key on all); receipt checkers")
+    print("take the public key from GET /v1/receipts/public-key.")
+    return 0
+
+
 async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
+    if args.keys_command == "signing-key":
+        return signing_key_command()
     from bot.service.api_requests import api_key_name_ok, new_key_secrets
     from store import Store
     from store import api as api_ops
@@ -58,6 +72,9 @@ def add_keys_parser(sub: Any) -> None:
     keys_sub.add_parser("list", help="every key (never the key itself)")
     revoke = keys_sub.add_parser("revoke", help="refuse the key from now on")
     revoke.add_argument("name")
+    keys_sub.add_parser(
+        "signing-key", help="a new Ed25519 key for SAYSO_SIGNING_KEY (signs receipts); prints it"
+    )
 
 
 class _UsageParser(argparse.ArgumentParser):

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from aiohttp import web
 
+from bot.api.present import configured_signer
 from bot.api.routes import ApiRoutes
 from bot.api.webhooks import WebhookSender
 from bot.service.api_requests import ApiRequests
+
+if TYPE_CHECKING:
+    from bot.receipts import ReceiptSigner
 
 
 class Mounted(Protocol):
@@ -32,10 +36,13 @@ class ApiFront:
         *,
         retry_interval: float = 1.0,
         mcp: Mounted | None = None,
+        signer: ReceiptSigner | Literal["settings"] | None = "settings",
     ) -> None:
         self.api = api
-        self.routes = ApiRoutes(api)
-        self.webhooks = WebhookSender(api, interval=retry_interval)
+        if signer == "settings":  # SAYSO_SIGNING_KEY: receipts in GET and webhooks
+            signer = configured_signer()
+        self.routes = ApiRoutes(api, signer)
+        self.webhooks = WebhookSender(api, interval=retry_interval, signer=signer)
         self.mcp = mcp
         """/mcp (bot/mcp/http.py), when the composition root mounts it."""
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from bot.api.models import CreatedRequest, CreateRequest, ErrorBody, RequestState
+from bot.api.models import CancelBody, CreatedRequest, CreateRequest, ErrorBody, RequestState
 
 _REF = "#/components/schemas/{model}"
 
@@ -26,13 +26,19 @@ def _errors(*codes: int) -> dict[str, Any]:
         401: "No key, or an unknown or revoked key.",
         403: "The key may not post in that channel.",
         404: "No such request for this key.",
+        409: "The idempotency key was used for a different request.",
         413: "Body over 1 MB.",
         422: "Invalid input (the message names the field), or Slack refused the card.",
     }
     return {str(c): _json("ErrorBody", what[c]) for c in codes}
 
 
-_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+_ID = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+}
 _WAIT = {
     "name": "wait",
     "in": "query",
@@ -44,8 +50,10 @@ _WAIT = {
 
 @cache
 def openapi_document() -> dict[str, Any]:
+    # Longer than 60 lines because the OpenAPI document is one literal, read top to bottom.
     models: list[tuple[type[BaseModel], Literal["validation"]]] = [
-        (m, "validation") for m in (CreateRequest, CreatedRequest, RequestState, ErrorBody)
+        (m, "validation")
+        for m in (CreateRequest, CancelBody, CreatedRequest, RequestState, ErrorBody)
     ]
     _, schemas = models_json_schema(models, ref_template=_REF)
     request = {"$ref": _REF.format(model="CreateRequest")}
@@ -68,7 +76,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _json("CreatedRequest", "Created."),
                         "200": _json("CreatedRequest", "The request of this idempotency key."),
-                        **_errors(401, 403, 413, 422),
+                        **_errors(401, 403, 409, 413, 422),
                     },
                 }
             },
@@ -86,9 +94,13 @@ def openapi_document() -> dict[str, Any]:
                 "post": {
                     "summary": "Cancel a pending request",
                     "parameters": [_ID],
+                    "requestBody": {
+                        "required": False,
+                        "content": {"application/json": {"schema": _ref("CancelBody")}},
+                    },
                     "responses": {
                         "200": _json("RequestState", "The request."),
-                        **_errors(401, 404),
+                        **_errors(401, 404, 413, 422),
                     },
                 }
             },

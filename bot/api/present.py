@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.api.models import ApiDecisionType, ApiKind, ApiStatus, Approval, Decision, RequestState
 from store import ApprovalRequestRecord
+
+if TYPE_CHECKING:
+    from bot.receipts import ReceiptSigner
 
 _KIND: dict[str, ApiKind] = {"approval": "approval", "hitl": "question", "review": "review"}
 _STATUS: dict[str, ApiStatus] = {
@@ -54,7 +57,28 @@ def decision_of(request: ApprovalRequestRecord) -> Decision | None:
     )
 
 
-def request_state(request: ApprovalRequestRecord) -> RequestState:
+def receipt_of(
+    request: ApprovalRequestRecord, signer: ReceiptSigner | None
+) -> dict[str, Any] | None:
+    """The signed receipt of a decided request (None while undecided or with no key). Made
+    from the stored decision each time it is read: the same decision, the same receipt."""
+    kind = _TYPE.get(request.status)
+    if signer is None or kind is None:
+        return None
+    return signer.receipt(
+        request_id=request.id,
+        tool=request.tool_name,
+        arguments=dict(request.edited_arguments or request.arguments or {}),
+        decision=kind,
+        decided_by=request.decided_by,
+        decided_at=request.decided_at,
+        rule=request.rule,
+    )
+
+
+def request_state(
+    request: ApprovalRequestRecord, signer: ReceiptSigner | None = None
+) -> RequestState:
     status = _STATUS[request.status]
     if status == "pending" and request.expired_at():
         status = "expired"  # past its deadline; the sweep marks it soon
@@ -66,8 +90,24 @@ def request_state(request: ApprovalRequestRecord) -> RequestState:
         created_at=request.created_at,
         expires_at=request.expires_at,
         context=(request.api_spec or {}).get("context"),
+        receipt=receipt_of(request, signer),
     )
 
 
-def state_json(request: ApprovalRequestRecord) -> dict[str, Any]:
-    return request_state(request).model_dump(mode="json")
+def state_json(
+    request: ApprovalRequestRecord, signer: ReceiptSigner | None = None
+) -> dict[str, Any]:
+    return request_state(request, signer).model_dump(mode="json")
+
+
+def configured_signer() -> ReceiptSigner | None:
+    """The deployment's receipt signer (SAYSO_SIGNING_KEY), read once by each front at start.
+
+    Until the composition root (bot/compose.py) passes the signer to the API front and the
+    worker's webhook sender, they read the settings here, through bot.config."""
+    from bot.config import ConfigError, load_settings
+
+    try:
+        return load_settings().receipt_signer()
+    except ConfigError:  # the bot checked its settings at start; a test's may differ
+        return None

@@ -6,23 +6,33 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot.api.callbacks import callback_host_allowed
-from bot.api.models import MAX_WAIT, CreatedRequest, CreateRequest
+from bot.agent.schema_tool import SchemaProblem, check_schema
+from bot.api.callbacks import callback_host_allowed, private_literal
+from bot.api.models import MAX_WAIT, REQUEST_ID, CancelBody, CreatedRequest, CreateRequest
 from bot.api.openapi import openapi_document
 from bot.api.present import REQUEST_KIND_OF, state_json
 from bot.service.api_requests import ApiRefusal, ApiRequests, expires_at
 from store.api import ApiKey, NewApiRequest
 
+if TYPE_CHECKING:
+    from bot.receipts import ReceiptSigner
+
 log = logging.getLogger("sayso.api")
 
 MAX_BODY_BYTES = 1024 * 1024
-_STATUS = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "too_large": 413}
+_STATUS = {
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "too_large": 413,
+    "too_many_requests": 429,
+}
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -56,6 +66,15 @@ async def _json_body(request: web.Request) -> Any:
         return json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiRefusal("invalid", f"body: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ApiRefusal("invalid", "body: JSON nested too deeply") from None
+
+
+def _request_id(request: web.Request) -> str:
+    request_id = request.match_info["id"]
+    if not REQUEST_ID.fullmatch(request_id):
+        raise ApiRefusal("invalid", "id: not a request id (at most 64 letters, digits, - or _)")
+    return request_id
 
 
 def _token(request: web.Request) -> str | None:
@@ -68,9 +87,9 @@ def _check_schema(body: CreateRequest) -> None:
     if schema is None:
         return
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ApiRefusal("invalid", f"schema: not a valid JSON Schema ({exc.message})") from None
+        check_schema(schema)
+    except SchemaProblem as exc:
+        raise ApiRefusal("invalid", str(exc)) from None
     if schema.get("type") != "object":
         raise ApiRefusal("invalid", 'schema: must describe an object ("type": "object")')
 
@@ -86,6 +105,7 @@ def _spec(body: CreateRequest) -> dict[str, Any]:
         "allowed_decisions": body.allowed_decisions,
         "context": body.context,
         "min_approvals": body.min_approvals,
+        "display": body.display,
     }
 
 
@@ -95,6 +115,12 @@ def new_request(api: ApiRequests, key: ApiKey, body: CreateRequest) -> NewApiReq
         raise ApiRefusal("invalid", "min_approvals: only approvals take a quorum")
     if body.callback_url and not callback_host_allowed(body.callback_url, api.callback_hosts):
         raise ApiRefusal("invalid", "callback_url: its host is not one SAYSO_CALLBACK_HOSTS allows")
+    if body.callback_url and private_literal(body.callback_url, api.callback_hosts):
+        raise ApiRefusal(
+            "invalid",
+            "callback_url: a loopback, link-local or private address (name the host in "
+            "SAYSO_CALLBACK_HOSTS to allow it)",
+        )
     kind = REQUEST_KIND_OF[body.kind]
     if body.kind == "review":
         tool_name, arguments = "human_review", {"reason": body.title, "payload": body.context}
@@ -121,14 +147,16 @@ def new_request(api: ApiRequests, key: ApiKey, body: CreateRequest) -> NewApiReq
 
 
 class ApiRoutes:
-    def __init__(self, api: ApiRequests) -> None:
+    def __init__(self, api: ApiRequests, signer: ReceiptSigner | None = None) -> None:
         self.api = api
+        self.signer = signer
 
     def add_to(self, app: web.Application) -> None:
         app.router.add_post("/v1/requests", self._guard(self.create))
         app.router.add_get("/v1/requests/{id}", self._guard(self.get))
         app.router.add_post("/v1/requests/{id}/cancel", self._guard(self.cancel))
         app.router.add_get("/v1/openapi.json", self.openapi)
+        app.router.add_get("/v1/receipts/public-key", self.public_key)
 
     def _guard(self, handler: Callable[[web.Request, ApiKey], Awaitable[web.Response]]) -> Handler:
         async def guarded(request: web.Request) -> web.StreamResponse:
@@ -156,7 +184,7 @@ class ApiRoutes:
         if not created.created:
             answer = CreatedRequest(
                 id=r.id,
-                status=state_json(r)["status"],
+                status=state_json(r, self.signer)["status"],
                 channel=r.channel_id,
                 message_ts=r.message_ts,
             )
@@ -165,11 +193,11 @@ class ApiRoutes:
         )
 
     async def get(self, request: web.Request, key: ApiKey) -> web.Response:
-        request_id = request.match_info["id"]
+        request_id = _request_id(request)
         wait_text = request.query.get("wait")
         if wait_text is None:
             found, _ = await self.api.get(key, request_id)
-            return web.json_response(state_json(found))
+            return web.json_response(state_json(found, self.signer))
         try:
             wait = float(wait_text)
         except ValueError:
@@ -177,14 +205,24 @@ class ApiRoutes:
         if not 0 <= wait <= MAX_WAIT:
             raise ApiRefusal("invalid", f"wait: must be between 0 and {MAX_WAIT} seconds")
         found, _ = await self.api.wait(key, request_id, wait)
-        return web.json_response(state_json(found))
+        return web.json_response(state_json(found, self.signer))
 
     async def cancel(self, request: web.Request, key: ApiKey) -> web.Response:
+        request_id = _request_id(request)
         raw = await _json_body(request) if request.can_read_body else None
-        reason = raw.get("reason") if isinstance(raw, dict) else None
-        detail = str(reason) if isinstance(reason, str) and reason else "Cancelled by the caller."
-        found, _ = await self.api.cancel(key, request.match_info["id"], detail)
-        return web.json_response(state_json(found))
+        try:
+            body = CancelBody.model_validate(raw if raw is not None else {})
+        except ValidationError as exc:
+            raise ApiRefusal("invalid", _validation_message(exc)) from None
+        detail = body.reason or "Cancelled by the caller."
+        found, _ = await self.api.cancel(key, request_id, detail)
+        return web.json_response(state_json(found, self.signer))
+
+    async def public_key(self, request: web.Request) -> web.Response:
+        """The public half of SAYSO_SIGNING_KEY, to check receipts with (no key needed)."""
+        if self.signer is None:
+            return error(404, "not_found", "receipts are off: SAYSO_SIGNING_KEY is not set")
+        return web.json_response(self.signer.public_key_body())
 
     async def openapi(self, request: web.Request) -> web.Response:
         return web.json_response(openapi_document())

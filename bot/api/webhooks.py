@@ -15,18 +15,21 @@ import logging
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
 from bot.agent.util import utcnow
-from bot.api.callbacks import callback_host_allowed
-from bot.api.present import state_json
+from bot.api.callbacks import CallbackRefused, callback_host_allowed, pinned_url
+from bot.api.present import configured_signer, state_json
 from bot.service.api_requests import ApiRequests
 from store import ApprovalRequestRecord
 from store import api as api_ops
 from store import webhooks as delivery_ops
 from store.webhooks import Delivery
+
+if TYPE_CHECKING:
+    from bot.receipts import ReceiptSigner
 
 log = logging.getLogger("sayso.api")
 
@@ -41,8 +44,9 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     return "v1=" + mac.hexdigest()
 
 
-def body_of(request: ApprovalRequestRecord) -> bytes:
-    return json.dumps(state_json(request), separators=(",", ":"), ensure_ascii=False).encode()
+def body_of(request: ApprovalRequestRecord, signer: ReceiptSigner | None = None) -> bytes:
+    state = state_json(request, signer)
+    return json.dumps(state, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 class WebhookSender:
@@ -53,8 +57,10 @@ class WebhookSender:
         interval: float = 1.0,
         backoff: Sequence[float] = BACKOFF,
         timeout: float = TIMEOUT,
+        signer: ReceiptSigner | Literal["settings"] | None = "settings",
     ) -> None:
         self.api = api
+        self.signer = configured_signer() if signer == "settings" else signer
         self.db = api.store.db
         self.interval = interval
         self.backoff = tuple(backoff)
@@ -123,7 +129,7 @@ class WebhookSender:
             await self._finish(claimed, found.run_id, False, refusal, retry=False)
             log.warning("event=webhook_refused request_id=%s delivery=%s", found.id, claimed.id)
             return False
-        body = body_of(found)
+        body = body_of(found, self.signer)
         timestamp = str(int(time.time()))
         headers = {
             "Content-Type": "application/json",
@@ -133,8 +139,18 @@ class WebhookSender:
         }
         error: str | None = None
         try:
+            url, headers["Host"], server_name = await pinned_url(
+                claimed.url, self.api.callback_hosts
+            )
+        except CallbackRefused as exc:
+            await self._finish(claimed, found.run_id, False, str(exc)[:500], retry=False)
+            log.warning("event=webhook_refused request_id=%s delivery=%s", found.id, claimed.id)
+            return False
+        try:
             assert self._client is not None
-            response = await self._client.post(claimed.url, content=body, headers=headers)
+            response = await self._client.post(
+                url, content=body, headers=headers, extensions={"sni_hostname": server_name}
+            )
             ok = 200 <= response.status_code < 300
             if not ok:
                 error = f"HTTP {response.status_code}"

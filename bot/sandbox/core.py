@@ -74,6 +74,23 @@ class Failure:
     remaining: int
 
 
+GRANTED_SCOPES = (
+    "app_mentions:read",
+    "assistant:write",
+    "channels:history",
+    "channels:read",
+    "chat:write",
+    "commands",
+    "groups:history",
+    "groups:read",
+    "im:history",
+    "im:write",
+    "usergroups:read",
+    "users:read",
+)
+"""The bot scopes of manifest.yml: what auth.test says the sandbox's token has."""
+
+
 class SandboxCore:
     """State and bookkeeping shared by the web API, the deliveries and the page."""
 
@@ -96,6 +113,8 @@ class SandboxCore:
         self.bot_token = bot_token
         self.deliver_bot_messages = deliver_bot_messages
         self.refuse_streaming = False  # True: chat.startStream fails, as if not allowed
+        self.scopes: list[str] = list(GRANTED_SCOPES)
+        """What auth.test's `x-oauth-scopes` header says the token has (a test drops one)."""
         self.trigger_ttl = trigger_ttl
         self.ws = Workspace(
             default_people() if people is None else people,

@@ -87,6 +87,8 @@ class WebApi:
             if handler is None:
                 raise ApiError("unknown_method")
             answer = handler(self.sb, args)
+            if method == "auth.test":  # as Slack does: the token's scopes in a header
+                headers["x-oauth-scopes"] = ",".join(self.sb.scopes)
         except ApiError as exc:
             answer = exc.answer()
         answer = json.loads(json.dumps(answer))  # detach from the stored state

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.agent.schema_tool import API_AGENT_PREFIX, schema_errors
+from bot.agent.schema_tool import API_AGENT_PREFIX, schema_errors_off_loop
 from bot.agent.util import utcnow
 from bot.service.decide import Decider
 from bot.service.events import Events, RequestSettled
@@ -136,11 +136,12 @@ class ApiRequests:
     async def create(self, key: ApiKey, new: NewApiRequest) -> Created:
         schema = new.spec.get("schema")
         if schema is not None and new.kind == "approval":
-            errors = schema_errors(schema, new.arguments)
+            errors = await schema_errors_off_loop(schema, new.arguments)
             if errors:
                 name, message = next(iter(errors.items()))
-                raise ApiRefusal("invalid", f"arguments.{name}: {message}")
-        request_id, created = await api_ops.create_request(self.store.db, new)
+                where = name if name == "schema" else f"arguments.{name}"
+                raise ApiRefusal("invalid", f"{where}: {message}")
+        request_id, created = await self._create_request(new)
         found = await self._get(request_id)
         if found is None:
             raise ApiRefusal("not_found", "The request no longer exists.")
@@ -177,7 +178,7 @@ class ApiRequests:
         other answered request."""
         if new.kind != "hitl":
             raise ApiRefusal("invalid", "kind: only a question can be answered by its caller")
-        request_id, created = await api_ops.create_request(self.store.db, new)
+        request_id, created = await self._create_request(new)
         found = await self._get(request_id)
         if found is None:
             raise ApiRefusal("not_found", "The request no longer exists.")
@@ -191,6 +192,16 @@ class ApiRequests:
             raise ApiRefusal("not_found", "The request no longer exists.")
         log.info("event=api_request_answered_by_caller key=%s request_id=%s", key.name, request_id)
         return answered
+
+    async def _create_request(self, new: NewApiRequest) -> tuple[str, bool]:
+        try:
+            return await api_ops.create_request(self.store.db, new)
+        except api_ops.IdempotencyConflict:
+            raise ApiRefusal(
+                "conflict",
+                f"idempotency_key: {new.idempotency_key!r} was used for a different request "
+                "(use a new key for a new request)",
+            ) from None
 
     async def _audit_created(
         self, key: ApiKey, request: ApprovalRequestRecord, outcome: str

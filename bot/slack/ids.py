@@ -62,6 +62,8 @@ class BlockId(StrEnum):
     CARD_META = "card_meta"
     CARD_INTERRUPTED = "card_interrupted"
     CARD_ARGS = "card_args"
+    CARD_DISPLAY = "card_display"
+    """What the caller asked to show (an API request's `display`: a command, a diff), as code."""
     CARD_DEFAULTS = "card_defaults"
     CARD_CHANGES = "card_changes"
     CARD_REASON = "card_reason"

@@ -1,3 +1,5 @@
+# Longer than 400 lines because the dispatcher loop, its pacing decisions and its error
+# classification share the claim protocol of store/outbox.py.
 """`OutboxDispatcher`: sends the outbox's rows to Slack, from any replica (store/outbox.py).
 
     dispatcher = OutboxDispatcher(store_outbox, client, owner=replica_id)

@@ -122,7 +122,13 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
         escalated_at=request.escalated_at,
         standing_seconds=request.standing_seconds,
         approvals=request.approvals,
+        display=_display(request),
     )
+
+
+def _display(request: ApprovalRequestRecord) -> str | None:
+    shown = (request.api_spec or {}).get("display")
+    return shown if isinstance(shown, str) and shown.strip() else None
 
 
 def _masked(tool: Tool | None, arguments: Any) -> Any:

@@ -33,6 +33,9 @@ class Receiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hook"
 
+    def url_at(self, host: str) -> str:
+        return f"http://{host}:{self.port}/hook"
+
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.read()
         status = 500 if len(self.received) < self.failures else 200
@@ -45,6 +48,7 @@ async def receiver() -> AsyncIterator[Receiver]:
     r = Receiver()
     app = web.Application()
     app.router.add_post("/hook", r.handle)
+    app.router.add_post("/h", r.handle)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", r.port).start()
@@ -52,6 +56,16 @@ async def receiver() -> AsyncIterator[Receiver]:
         yield r
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture
+async def harness(harness: Harness) -> Harness:
+    """The bot with 127.0.0.1 (any port) on SAYSO_CALLBACK_HOSTS: the receivers here listen on
+    loopback, which webhooks reach only when an entry names it (issue 21, finding 11)."""
+    await harness.stop_bot()
+    harness.settings_overrides = {"sayso_callback_hosts": "127.0.0.1"}
+    await harness.start_bot()
+    return harness
 
 
 async def test_a_signed_webhook_follows_the_decision(harness: Harness, receiver: Receiver) -> None:

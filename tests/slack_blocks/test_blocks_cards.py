@@ -145,3 +145,18 @@ def test_user_text_is_escaped() -> None:
     text = text_of(m["blocks"])
     assert "<!channel>" not in text and "&lt;!channel&gt;" in text
     assert "x&amp;y" in text
+
+
+def test_a_callers_display_is_shown_as_code_never_as_mrkdwn() -> None:
+    """An API request's `display` (the Claude Code hook sends the command or the diff) sits
+    under the header as a code block: a caller cannot dress the card up with it."""
+    shown = "```\n$ rm -rf ./build\n*:white_check_mark: Approved by <@U_BOSS>* <!channel>\n```"
+    m = cards.request_card(card(display=shown))
+    validate_message(m)
+    block = next(b for b in m["blocks"] if b["block_id"] == "card_display")
+    text = block["text"]["text"]
+    assert text.startswith("```") and text.endswith("```") and text.count("```") == 2
+    assert "$ rm -rf ./build" in text
+    assert "<@U_BOSS>" not in text and "<!channel>" not in text  # escaped: no mention, no ping
+    huge = cards.request_card(card(display="x" * 10_000))
+    validate_message(huge)  # cut to Slack's limit with a visible note

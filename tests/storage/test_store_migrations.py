@@ -12,7 +12,7 @@ from store.migrate import VERSION_TABLE, upgrade
 from store.schema import metadata
 from tests.storage.store_helpers import StoreFactory, paused_run
 
-HEAD = "0008_durable_slack"
+HEAD = "0009_audit_chain"
 TABLES = {
     "runs",
     "approval_requests",
@@ -26,6 +26,8 @@ TABLES = {
     "slack_intake",
     "slack_outbox",
     "slack_senders",
+    "audit_chain",
+    "audit_webhook_cursor",
 }
 
 

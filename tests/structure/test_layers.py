@@ -18,6 +18,7 @@ NAMES = ("agent", "store", "service", "front", "cli/composition")
 LAYERS: dict[str, int] = {
     "bot": AGENT,  # the public API: re-exports of the runtime
     "bot.agent": AGENT,
+    "bot.receipts": AGENT,  # signing and checking receipts: the standard library, cryptography
     "store": STORE,
     "bot.service": SERVICE,
     "bot.config": FRONT,
@@ -29,6 +30,14 @@ LAYERS: dict[str, int] = {
     "bot.sandbox": FRONT,
     "bot.testing": FRONT,
     "bot.examples": FRONT,
+    "bot.ops": TOP,  # `sayso doctor`, `sayso audit`
+    "bot.ops.metrics": SERVICE,  # counted where things happen (the service's runs too)
+    "bot.ops.tracing": SERVICE,
+    "bot.ops.audit": SERVICE,
+    "bot.ops.audit_webhook": SERVICE,
+    "bot.ops.logs": FRONT,
+    "bot.proxy": FRONT,  # `sayso proxy`: talks to sayso through /v1 only (bot.client)
+    "bot.hooks": FRONT,  # `sayso hook claude-code`: likewise
     "bot.sandbox.demo": TOP,
     "bot.cli": TOP,
     "bot.compose": TOP,
@@ -107,11 +116,14 @@ LONG_MODULES = {
     "bot/agent/agent.py",
     "bot/agent/loop.py",
     "bot/slack/blocks/limits.py",
+    "bot/slack/outbox.py",
+    "store/outbox.py",
     "bot/testing/fake_model.py",
 }
 LONG_FUNCTIONS = {
     ("bot/agent/agent.py", "continue_run"),
     ("bot/agent/tools.py", "__init__"),
+    ("bot/api/openapi.py", "openapi_document"),
     ("bot/mcp/tools.py", "build_server"),
     ("bot/slack/blocks/markdown.py", "markdown_messages"),
     ("store/accessor.py", "save"),

@@ -7,8 +7,9 @@ events are assembled (`StreamAssembler`).
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
@@ -18,6 +19,20 @@ from bot.agent.messages import Message, ModelResponse
 from bot.agent.models.base import FinalResponse, ModelSettings, StreamEvent, TextDelta, ToolSpec
 from bot.agent.models.http import post_json, post_sse
 from bot.agent.models.truncation import request_whole, stream_whole
+
+RequestObserver = Callable[[str, float, str, Any], None]
+REQUEST_OBSERVERS: list[RequestObserver] = []
+"""Told of each model request: (model name, seconds, outcome `ok` / `error`, usage or None).
+bot/ops/metrics.py counts them; the runtime itself knows nothing of metrics."""
+
+
+def _observe(model: str, started: float, outcome: str, usage: Any) -> None:
+    seconds = time.perf_counter() - started
+    for observer in REQUEST_OBSERVERS:
+        try:
+            observer(model, seconds, outcome, usage)
+        except Exception:  # an observer never breaks a model request
+            pass
 
 
 class StreamAssembler(Protocol):
@@ -110,23 +125,39 @@ class HttpModel(ABC, Generic[A]):
         self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
     ) -> ModelResponse:
         body = self._body(payload, max_tokens)
-        data = await post_json(self._http(), self._url, body, self._headers, settings.timeout)
-        return self._parse(data)
+        started = time.perf_counter()
+        try:
+            data = await post_json(self._http(), self._url, body, self._headers, settings.timeout)
+            response = self._parse(data)
+        except BaseException:
+            _observe(self.name, started, "error", None)
+            raise
+        _observe(self.name, started, "ok", response.usage)
+        return response
 
     async def _stream_once(
         self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
     ) -> AsyncIterator[StreamEvent]:
         body = self._stream_body(payload, max_tokens)
         events = self._assembler()
-        async for event in post_sse(self._http(), self._url, body, self._headers, settings.timeout):
-            text = events.add(event)
-            if text:
-                yield TextDelta(text)
-        if not events.finished:
-            raise ModelError(
-                "The model's stream ended before its answer was complete", retryable=True
-            )
-        yield FinalResponse(self._streamed(events))
+        started = time.perf_counter()
+        try:
+            async for event in post_sse(
+                self._http(), self._url, body, self._headers, settings.timeout
+            ):
+                text = events.add(event)
+                if text:
+                    yield TextDelta(text)
+            if not events.finished:
+                raise ModelError(
+                    "The model's stream ended before its answer was complete", retryable=True
+                )
+            response = self._streamed(events)
+        except BaseException:
+            _observe(self.name, started, "error", None)
+            raise
+        _observe(self.name, started, "ok", response.usage)
+        yield FinalResponse(response)
 
     async def request(
         self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings

@@ -144,8 +144,12 @@ class _Reader:
             return PolicyFile(self.path)
         tools: dict[tuple[str, str], ToolOverride] = {}
         for key, value in self.mapping(root, "the file"):
+            if self.scalar(key) == "proxy":
+                continue  # `sayso proxy` and `sayso hook` read it (bot/proxy/policy.py)
             if self.scalar(key) != "agents":
-                raise self.fail(key, f"unknown key {self.scalar(key)!r}: the file has `agents:`")
+                raise self.fail(
+                    key, f"unknown key {self.scalar(key)!r}: the file has `agents:` and `proxy:`"
+                )
             for agent_key, agent_node in self.mapping(value, "agents"):
                 agent_id = str(self.scalar(agent_key))
                 agent = self.agents.get(agent_id)

@@ -14,6 +14,7 @@ from typing import Any
 from bot.agent import Agent, RunEvent, RunResult
 from bot.agent.schema_tool import is_api_run
 from bot.agent.scrub import Failure
+from bot.service.approved_arguments import refuse_altered
 from bot.service.continuation import decisions_from
 from bot.service.inflight import InFlight
 from bot.service.policy.effective import Policies
@@ -170,7 +171,7 @@ class RunDriver:
         if status == "waiting_for_human" and result.run.pause is not None:
             if not requests or any(r.status == "pending" for r in requests):
                 return None, False, None
-            kwargs = decisions_from(requests)
+            kwargs = decisions_from(await refuse_altered(self.store, result, requests))
 
             async def decided(acc: Any, ev: Any) -> RunResult:
                 return await agent.continue_run(
@@ -275,6 +276,9 @@ class RunDriver:
             exc_info=exc,
         )
         await self._mark_failed(flight.accessor, lease, failure.shown)
+        from bot.ops import metrics  # sayso_runs_total
+
+        metrics.run_finished("failed")
         run = await self.store.get_run(lease.run_id)
         if run is not None:
             await self.show.run_changed(run, Failed(failure.shown))

@@ -41,6 +41,10 @@ class RunPresenter:
         if run is None:
             return
         status = result.run.status
+        if status in ("completed", "failed"):
+            from bot.ops import metrics  # sayso_runs_total (cancellations: the audit trail)
+
+            metrics.run_finished(status)
         if status == "waiting_for_human" and result.run.pause is not None:
             await self.post_cards(run.id, run)
         elif status == "completed":

@@ -259,6 +259,8 @@ def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, An
     if card.kind == "review":
         return review_card(card, now=now)
     blocks = [_header(card)]
+    if card.display:
+        blocks.append(_display(card.display))
     if card.interrupted and card.status == "pending":
         blocks.append(L.section(INTERRUPTED, BlockId.CARD_INTERRUPTED))
     edited_pending = card.status == "pending" and card.edited_arguments is not None
@@ -286,6 +288,16 @@ def request_card(card: CardInfo, *, now: datetime | None = None) -> dict[str, An
         blocks.append(L.context([quorum_line(card)], BlockId.CARD_QUORUM))
     blocks.extend(_closing(card, cut))
     return {"text": _fallback(card), "blocks": blocks}
+
+
+def _display(raw: str) -> dict[str, Any]:
+    """A caller's `display` as a code block: its text is shown as written, never as mrkdwn
+    (one fence around it, if the caller sent one, is dropped)."""
+    body = raw.strip()
+    if body.startswith("```") and body.endswith("```") and len(body) >= 6:
+        body = body[3:-3].strip("\n")
+    text, _ = L.code_block(body, L.SECTION_TEXT, L.CUT_NOTE)
+    return L.section(text, BlockId.CARD_DISPLAY)
 
 
 def defaults_text(defaults: dict[str, Any]) -> str:

@@ -53,6 +53,8 @@ class CardInfo:
     escalated_at: datetime | None = None
     standing_seconds: int | None = None
     approvals: tuple[str, ...] = ()  # who approved so far, towards `min_approvals`
+    display: str | None = None
+    """An API request's `display` (a command, a diff): shown as code, never as mrkdwn."""
 
 
 @dataclass(frozen=True)

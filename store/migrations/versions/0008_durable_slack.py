@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_durable_slack"
-down_revision = "0006_api"
+down_revision = "0007_security"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,383 @@
+"""Prometheus metrics: one registry, the metric names of issue 23, one-line calls to move them.
+
+Label values are bounded: decisions, statuses, request types, Slack methods and error codes,
+configured model names, agent and tool names; never user ids or run ids.
+
+`sayso_requests_pending` is read from the store at scrape time (one grouped query, cached
+for `PENDING_TTL` seconds), so every replica reports the same, right, number. The counters
+and histograms count what this process did; Prometheus sums the replicas.
+
+Where the numbers come from: decisions from the audit trail as each decision is written
+(`store.audit.AUDIT_OBSERVERS`), model requests from the providers
+(`bot.agent.models.provider.REQUEST_OBSERVERS`), acks from the HTTP front (`ack_middleware`),
+runs in flight from the worker, webhook deliveries from the audit trail and the SIEM webhook.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+from urllib.parse import parse_qs
+
+import sqlalchemy as sa
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from store.db import Database
+from store.schema import approval_requests, request_approvers, runs
+
+log = logging.getLogger("sayso.metrics")
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+PENDING_TTL = 5.0
+DECISION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600)
+FAST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10)
+MODEL_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
+
+decisions_total = Counter(
+    "sayso_decisions_total",
+    "Approval requests decided, by decision and by who may decide (listed, group, anyone)",
+    ["decision", "who"],
+    registry=REGISTRY,
+)
+time_to_decision_seconds = Histogram(
+    "sayso_time_to_decision_seconds",
+    "From the request's creation to its decision",
+    buckets=DECISION_BUCKETS,
+    registry=REGISTRY,
+)
+runs_total = Counter(
+    "sayso_runs_total", "Runs ended, by final status", ["status"], registry=REGISTRY
+)
+runs_in_flight = Gauge(
+    "sayso_runs_in_flight",
+    "Runs this process's worker drives now",
+    registry=REGISTRY,
+)
+ack_seconds = Histogram(
+    "sayso_ack_seconds",
+    "Time to answer Slack's request (the ack), by request type",
+    ["type"],
+    buckets=FAST_BUCKETS,
+    registry=REGISTRY,
+)
+slack_api_errors_total = Counter(
+    "sayso_slack_api_errors_total",
+    "Slack Web API calls that failed, by method and error",
+    ["method", "error"],
+    registry=REGISTRY,
+)
+model_request_seconds = Histogram(
+    "sayso_model_request_seconds",
+    "Model requests, by model and outcome",
+    ["model", "outcome"],
+    buckets=MODEL_BUCKETS,
+    registry=REGISTRY,
+)
+model_tokens_total = Counter(
+    "sayso_model_tokens_total",
+    "Model tokens, by model and kind (input, output)",
+    ["model", "kind"],
+    registry=REGISTRY,
+)
+lease_takeovers_total = Counter(
+    "sayso_lease_takeovers_total",
+    "Runs taken over after another replica's lease lapsed",
+    registry=REGISTRY,
+)
+webhook_deliveries_total = Counter(
+    "sayso_webhook_deliveries_total",
+    "Webhook delivery attempts (approval API and audit SIEM), by outcome",
+    ["outcome"],
+    registry=REGISTRY,
+)
+
+# -- one-line calls ---------------------------------------------------------------------------
+
+
+def decision(decision: str, who: str, seconds: float | None) -> None:
+    decisions_total.labels(decision=decision, who=who).inc()
+    if seconds is not None:
+        time_to_decision_seconds.observe(max(seconds, 0.0))
+
+
+def run_finished(status: str) -> None:
+    runs_total.labels(status=status).inc()
+
+
+def ack(request_type: str, seconds: float) -> None:
+    ack_seconds.labels(type=request_type).observe(seconds)
+
+
+def slack_api_error(method: str, error: str) -> None:
+    slack_api_errors_total.labels(method=method, error=error[:64]).inc()
+
+
+def model_request(
+    model: str, seconds: float, outcome: str, input_tokens: int = 0, output_tokens: int = 0
+) -> None:
+    model_request_seconds.labels(model=model, outcome=outcome).observe(seconds)
+    if input_tokens:
+        model_tokens_total.labels(model=model, kind="input").inc(input_tokens)
+    if output_tokens:
+        model_tokens_total.labels(model=model, kind="output").inc(output_tokens)
+
+
+def lease_takeover() -> None:
+    lease_takeovers_total.inc()
+
+
+def webhook_delivery(outcome: str) -> None:
+    webhook_deliveries_total.labels(outcome=outcome).inc()
+
+
+def who_may_decide(principals: list[str]) -> str:
+    if not principals or "*" in principals:
+        return "anyone"
+    return "group" if any(p.startswith("S") for p in principals) else "listed"
+
+
+# -- sayso_requests_pending: read from the store at scrape time --------------------------------
+
+
+class PendingRequests(Collector):
+    """`sayso_requests_pending{agent,tool}`: one grouped query, cached `PENDING_TTL` s."""
+
+    def __init__(self) -> None:
+        self.db: Database | None = None
+        self._rows: list[tuple[str, str, int]] = []
+        self._at = 0.0
+
+    async def refresh(self, force: bool = False) -> None:
+        if self.db is None or (not force and time.monotonic() - self._at < PENDING_TTL):
+            return
+        req = approval_requests.c
+        query = (
+            sa.select(runs.c.agent_id, req.tool_name, sa.func.count())
+            .select_from(approval_requests.join(runs, runs.c.id == req.run_id))
+            .where(req.status == "pending")
+            .group_by(runs.c.agent_id, req.tool_name)
+        )
+        try:
+            async with self.db.read() as conn:
+                rows = (await conn.execute(query)).all()
+        except Exception as exc:
+            log.warning("event=metrics_pending_failed error=%s", type(exc).__name__)
+            return
+        self._rows = [(str(a), str(t), int(n)) for a, t, n in rows]
+        self._at = time.monotonic()
+
+    def describe(self) -> list[Metric]:
+        return [self._family()]
+
+    def collect(self) -> list[Metric]:
+        family = self._family()
+        for agent, tool, count in self._rows:
+            family.add_metric([agent, tool], count)
+        return [family]
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "sayso_requests_pending",
+            "Approval requests waiting for a person, by agent and tool (all replicas)",
+            labels=["agent", "tool"],
+        )
+
+
+pending = PendingRequests()
+REGISTRY.register(pending)
+
+
+def watch_store(db: Database, *, replace: bool = False) -> None:
+    """Read `sayso_requests_pending` from this database: the one of the loop serving
+    /metrics (the front's in `sayso run`, which passes `replace`; else the first given)."""
+    if pending.db is None or replace:
+        pending.db = db
+        pending._at = 0.0
+
+
+# -- observers: the audit trail, the model providers -----------------------------------------
+
+
+async def _on_audit(conn: AsyncConnection, event: Mapping[str, Any]) -> None:
+    action, outcome, request_id = event["action"], event["outcome"], event.get("request_id")
+    if action == "webhook":
+        webhook_delivery(outcome)
+        return
+    if action == "cancel" and outcome == "ok" and event.get("run_id"):
+        run_finished("cancelled")
+        return
+    if not request_id or not (
+        (action == "decide" and outcome == "won") or (action == "expire" and outcome == "expired")
+    ):
+        return
+    req = approval_requests.c
+    query = (  # one query: the request and who may decide it
+        sa.select(req.status, req.created_at, req.decided_at, request_approvers.c.principal)
+        .select_from(
+            approval_requests.outerjoin(request_approvers, request_approvers.c.request_id == req.id)
+        )
+        .where(req.id == request_id)
+    )
+    if conn.dialect.name == "postgresql":  # a failure must not abort the decision
+        async with conn.begin_nested():
+            rows = (await conn.execute(query)).all()
+    else:
+        rows = (await conn.execute(query)).all()
+    if not rows:
+        return
+    row = rows[0]
+    principals = [r.principal for r in rows if r.principal is not None]
+    seconds = None
+    if row.decided_at is not None and row.created_at is not None:
+        seconds = (row.decided_at - row.created_at).total_seconds()
+    decision(row.status, who_may_decide(principals), seconds)
+
+
+def _on_model_request(model: str, seconds: float, outcome: str, usage: Any) -> None:
+    model_request(
+        model,
+        seconds,
+        outcome,
+        int(getattr(usage, "input_tokens", 0) or 0),
+        int(getattr(usage, "output_tokens", 0) or 0),
+    )
+
+
+def install() -> None:
+    """Count decisions, deliveries and model requests in this process (idempotent)."""
+    from bot.agent.models import provider
+    from store import audit
+
+    if _on_audit not in audit.AUDIT_OBSERVERS:
+        audit.AUDIT_OBSERVERS.append(_on_audit)
+    if _on_model_request not in provider.REQUEST_OBSERVERS:
+        provider.REQUEST_OBSERVERS.append(_on_model_request)
+
+
+# -- HTTP: GET /metrics, the ack timer, the standalone server ---------------------------------
+
+
+def render() -> bytes:
+    return generate_latest(REGISTRY)
+
+
+async def metrics_handler(request: web.Request) -> web.Response:
+    await pending.refresh()
+    response = web.Response(body=render())
+    response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
+    response.charset = "utf-8"
+    return response
+
+
+def request_type(body: bytes, content_type: str) -> str:
+    """command, block_actions, view_submission, event_callback, ...: a bounded label."""
+    if content_type.startswith("application/json"):
+        try:
+            kind = json.loads(body).get("type")
+        except (ValueError, AttributeError):
+            return "malformed"
+        return kind if kind in _KNOWN else "other"
+    form = parse_qs(body.decode("utf-8", "replace"))
+    if "command" in form:
+        return "command"
+    if "payload" in form:
+        try:
+            kind = json.loads(form["payload"][0]).get("type")
+        except (ValueError, AttributeError):
+            return "malformed"
+        return kind if kind in _KNOWN else "other"
+    return "other"
+
+
+_KNOWN = frozenset(
+    {
+        "block_actions",
+        "view_submission",
+        "view_closed",
+        "shortcut",
+        "message_action",
+        "block_suggestion",
+        "event_callback",
+        "url_verification",
+    }
+)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def ack_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Time each `POST /slack/events` answer (the ack Slack waits for), by request type."""
+    if request.method != "POST" or request.path != "/slack/events":
+        return await handler(request)
+    from bot.ops import tracing
+
+    started = time.perf_counter()
+    body = await request.read()  # cached: the handler reads it again for free
+    kind = request_type(body, request.content_type or "")
+    try:
+        async with tracing.span(f"slack.ack {kind}", kind="SERVER", request_type=kind):
+            return await handler(request)
+    finally:
+        ack(kind, time.perf_counter() - started)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/metrics", metrics_handler)
+
+
+async def serve_metrics(host: str, port: int) -> web.AppRunner:
+    """`sayso worker --metrics-port`: GET /metrics on its own port (stop with `.cleanup()`)."""
+    app = web.Application()
+    add_routes(app)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner
+
+
+# -- Slack Web API errors: counted from the client's responses --------------------------------
+
+
+class _SlackErrorCounter(AsyncRetryHandler):
+    """A retry handler that never retries: it counts each `ok: false` answer (and each failed
+    connection) by method and error, for every call of the client it is put on."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        method = request.url.rstrip("/").rsplit("/", 1)[-1].split("?")[0]
+        if error is not None:
+            slack_api_error(method, type(error).__name__)
+        elif response is not None:
+            body = response.body if isinstance(response.body, dict) else {}
+            if response.status_code == 429:
+                slack_api_error(method, "ratelimited")
+            elif body.get("ok") is False:
+                slack_api_error(method, str(body.get("error") or "unknown"))
+        return False
+
+
+def count_slack_errors(client: Any) -> None:
+    """Count the Slack API errors of this client (an AsyncWebClient; idempotent)."""
+    handlers = client.retry_handlers
+    if not any(isinstance(h, _SlackErrorCounter) for h in handlers):
+        handlers.insert(0, _SlackErrorCounter())
