@@ -4,6 +4,12 @@
 
 Same token, signing secret, Web API client, request verification and aiohttp adapter
 (to_bolt_request / async_dispatch / to_aiohttp_response) as Bot.web_app; nothing else.
+
+    python bench/floor_app.py --port 8105 --slack-api-url ... --intake-url DATABASE_URL
+
+adds the durable intake exactly as the bot has it (bot/slack/intake.py: `RecordIntake` before
+the listeners, which are `recorded`): every command and Approve click is one insert before its
+ack and closed after it (bench/intake_ack.py measures what that costs the ack).
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import argparse
 import asyncio
 import logging
 import signal
+import sys
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -20,18 +28,27 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+ROOT = str(Path(__file__).resolve().parent.parent)
 
-def build(slack_api_url: str) -> web.Application:
+
+def build(slack_api_url: str, intake: Any = None) -> web.Application:
     client = AsyncWebClient(token=TOKEN, base_url=slack_api_url)
     app = AsyncApp(client=client, signing_secret=SECRET, request_verification_enabled=True)
+    wrap: Any = lambda listener: listener  # noqa: E731
+    if intake is not None:
+        from bot.slack.intake import RecordIntake, recorded
 
-    @app.command("/sayso")
-    async def on_command(ack: Any) -> None:
+        app.use(RecordIntake(intake, "floor", 30.0))
+        wrap = recorded
+
+    async def on_command(ack: Any, context: Any) -> None:
         await ack()
 
-    @app.action("approve")
-    async def on_approve(ack: Any) -> None:
+    async def on_approve(ack: Any, context: Any) -> None:
         await ack()
+
+    app.command("/sayso")(wrap(on_command))
+    app.action("approve")(wrap(on_approve))
 
     webapp = web.Application(client_max_size=1024 * 1024)
 
@@ -44,8 +61,20 @@ def build(slack_api_url: str) -> web.Application:
     return webapp
 
 
+async def with_intake(url: str) -> Any:
+    """The intake repository on a migrated database (this tree's store)."""
+    sys.path.insert(0, ROOT)
+    from store import Store
+    from store.intake import Intake
+
+    store = Store(url, replica_id="floor")
+    await store.upgrade()
+    return Intake(store.db)
+
+
 async def main(args: argparse.Namespace) -> None:
-    runner = web.AppRunner(build(args.slack_api_url), access_log=None)
+    intake = await with_intake(args.intake_url) if args.intake_url else None
+    runner = web.AppRunner(build(args.slack_api_url, intake), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", args.port).start()
     print(f"listening http://127.0.0.1:{args.port}", flush=True)
@@ -61,5 +90,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--slack-api-url", required=True)
+    parser.add_argument("--intake-url", default=None)
     logging.basicConfig(level=logging.WARNING)
     asyncio.run(main(parser.parse_args()))

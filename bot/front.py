@@ -20,9 +20,12 @@ from bot.config import Settings
 from bot.service import Service
 from bot.slack.home_refresh import HomeRefresher
 from bot.slack.http import MAX_BODY_BYTES, bolt_request
+from bot.slack.intake import close_intake
+from bot.slack.intake_replay import IntakeReplayer
 from bot.slack.middleware import ReplayGuard
 from bot.slack.startup import NOT_CONNECTED, WorkspaceIdentity
 from store import Store
+from store.intake import Intake
 
 log = logging.getLogger("sayso.slack")
 
@@ -44,6 +47,8 @@ class Bot:
     drives_runs: bool = True
     """False on a front whose runs are driven by workers (`sayso run` with its embedded
     worker, `--no-worker`): it hands runs off and leaves sweeping to the workers."""
+    intake_replayer: IntakeReplayer | None = None
+    """Processes recorded interactions whose process died after the ack (started with the bot)."""
 
     def reload_policy(self) -> None:
         """SIGHUP: read SAYSO_POLICY again; services subscribed to `PolicyReloaded` follow."""
@@ -55,7 +60,8 @@ class Bot:
         self.service.hand_runs_to_workers(wake)
 
     async def start(self) -> None:
-        """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)."""
+        """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)
+        and the intake replayer."""
         await self.store.upgrade()
         await self.identity.start()  # the process starts even when Slack does not answer
         if not self.service.settings.default_approvers and not self.service.agents.names_approvers:
@@ -70,10 +76,22 @@ class Bot:
                 log.warning("event=no_sighup: reload the policy file by restarting")
         if self.drives_runs:
             self.service.start_sweeper(self.settings.sayso_sweep_interval)
+        self.intake_replayer = IntakeReplayer(
+            Intake(self.store.db),
+            self.app,
+            owner=self.store.replica_id,
+            lease=self.settings.sayso_lease_seconds,
+            interval=min(self.settings.sayso_sweep_interval, 2.0),
+            ready=lambda: self.identity.known,
+        )
+        self.intake_replayer.start()
         if self.api is not None:
             await self.api.start()
 
     async def stop(self) -> None:
+        if self.intake_replayer is not None:
+            await self.intake_replayer.stop()
+        await close_intake(self.app)
         if self.api is not None:
             await self.api.stop()
         await self.identity.stop()

@@ -182,3 +182,96 @@ class Intake:
                 it.delete().where(it.c.status == DONE, it.c.received_at < cutoff)
             )
         return int(result.rowcount or 0)
+
+    async def renew(self, key: str, owner: str, lease: float = 30.0) -> bool:
+        """Extend `owner`'s hold on a pending row it still holds (a long processing)."""
+        now = utcnow()
+        async with self.db.write() as conn:
+            written = await conn.execute(
+                it.update()
+                .where(it.c.key == key, it.c.claim_owner == owner, it.c.status == PENDING)
+                .values(claim_expires_at=now + timedelta(seconds=lease))
+            )
+        return written.rowcount == 1
+
+    async def record_many(
+        self,
+        interactions: list[tuple[str, str, dict[str, Any]]],
+        *,
+        owner: str,
+        lease: float = 30.0,
+    ) -> set[str]:
+        """`record` for several (key, kind, payload) in one transaction (one commit for a
+        burst of clicks): the keys that were new."""
+        return await self.write_batch(interactions, [], owner=owner, lease=lease)
+
+    async def done_many(self, processed: list[tuple[str, Any]]) -> None:
+        """`done` for several (key, result) in one transaction."""
+        await self.write_batch([], processed, owner="")
+
+    async def write_batch(
+        self,
+        interactions: list[tuple[str, str, dict[str, Any]]],
+        processed: list[tuple[str, Any]],
+        *,
+        owner: str,
+        lease: float = 30.0,
+    ) -> set[str]:
+        """Record `interactions` (held by `owner`) and close `processed` rows in one
+        transaction: the keys recorded that were new."""
+        now = utcnow()
+        new: set[str] = set()
+        async with self.db.write() as conn:
+            if interactions:
+                new = await self._insert(conn, interactions, owner, now, lease)
+            for result, keys in _by_result(processed).values():
+                await conn.execute(
+                    it.update()
+                    .where(it.c.key.in_(keys), it.c.status == PENDING)
+                    .values(
+                        status=DONE,
+                        done_at=now,
+                        result=result,
+                        claim_owner=None,
+                        claim_expires_at=None,
+                    )
+                )
+        return new
+
+    async def _insert(
+        self,
+        conn: Any,
+        interactions: list[tuple[str, str, dict[str, Any]]],
+        owner: str,
+        now: datetime,
+        lease: float,
+    ) -> set[str]:
+        expires = now + timedelta(seconds=lease)
+        rows = [
+            {
+                "key": key,
+                "kind": kind,
+                "payload": payload,
+                "status": PENDING,
+                "received_at": now,
+                "attempts": 1,
+                "claim_owner": owner,
+                "claim_expires_at": expires,
+            }
+            for key, kind, payload in interactions
+        ]
+        statement = (
+            insert_ignore(self.db, it)
+            .on_conflict_do_nothing(index_elements=["key"])
+            .returning(it.c.key)
+        )
+        result = await conn.execute(statement, rows)  # compiled once, whatever the count
+        return {row.key for row in result.all()}
+
+
+def _by_result(processed: list[tuple[str, Any]]) -> dict[str, tuple[Any, list[str]]]:
+    """The keys of `processed` grouped by their (JSON) result: one update per result."""
+    groups: dict[str, tuple[Any, list[str]]] = {}
+    for key, result in processed:
+        groups.setdefault(repr(result), (result, []))[1].append(key)
+    return groups

@@ -46,6 +46,7 @@ class ThreadReplies:
         user_id: str,
         team_id: str | None,
         text: str,
+        run_id: str | None = None,
     ) -> Outcome:
         """Not ok with a message: tell that person alone. "ignored": not a reply for sayso."""
         run = await self.store.run_for_thread(channel_id, thread_ts)
@@ -58,10 +59,16 @@ class ThreadReplies:
         if run.status == "running":
             message = "The agent is still working in this thread; reply again once it answers."
             return Outcome("invalid", message, run=run)
-        return await self._follow_up(run, actor, text, channel_id, thread_ts)
+        return await self._follow_up(run, actor, text, channel_id, thread_ts, run_id)
 
     async def _follow_up(
-        self, run: RunRecord, actor: Actor, text: str, channel_id: str, thread_ts: str
+        self,
+        run: RunRecord,
+        actor: Actor,
+        text: str,
+        channel_id: str,
+        thread_ts: str,
+        run_id: str | None = None,
     ) -> Outcome:
         agent = self.agents.get(run.agent_id)
         if agent is None:
@@ -93,6 +100,7 @@ class ThreadReplies:
                 thread_ts=thread_ts,
                 history=history,
                 limit=self.gate.start_limit(),
+                run_id=run_id,
             )
         except StartLimitReached as reached:
             return await self.gate.limited(actor.user_id, reached, run.id)

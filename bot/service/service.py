@@ -190,10 +190,14 @@ class Service:
         team_id: str | None,
         channel_id: str,
         thread_ts: str | None = None,
+        run_id: str | None = None,
     ) -> Outcome:
         """Start a run of the command's agent, if this person may here and now.
 
-        "started" with the new run; "denied" with a message for that person alone."""
+        "started" with the new run; "denied" with a message for that person alone. With
+        `run_id` (a replayed interaction's), a run of that id already there is the answer."""
+        if run_id and (existing := await self.store.get_run(run_id)):
+            return Outcome("started", run=existing)
         agent = command.agent
         assert agent is not None
         actor = Actor(user_id=requester, team_id=team_id)
@@ -212,6 +216,7 @@ class Service:
                     channel_id=channel_id,
                     thread_ts=thread_ts,
                     limit=self.gate.start_limit(),
+                    run_id=run_id,
                 )
             except StartLimitReached as reached:
                 return await self.gate.limited(requester, reached)
@@ -226,12 +231,21 @@ class Service:
         team_id: str | None,
         text: str,
         ts: str,
+        run_id: str | None = None,
     ) -> Outcome:
-        """A person replied in a thread: answer a review or a single question, or follow up.
+        """A person replied in a thread: answer a review or a single question, or follow up
+        (as the run `run_id`, when given: a replay finds it instead of starting another).
 
         Not ok with a message: tell that person alone. "ignored": not a reply for sayso."""
+        if run_id and (existing := await self.store.get_run(run_id)):
+            return Outcome("started", run=existing)
         return await self.replies.reply(
-            channel_id=channel_id, thread_ts=thread_ts, user_id=user_id, team_id=team_id, text=text
+            channel_id=channel_id,
+            thread_ts=thread_ts,
+            user_id=user_id,
+            team_id=team_id,
+            text=text,
+            run_id=run_id,
         )
 
     # -- approval requests and runs, for the front ends -----------------------------------

@@ -1,5 +1,6 @@
 """The Bolt app: its middleware (signature check, workspace known, replay guard, the service in
-the context) and its listeners. The store, the service and the client come from bot/compose.py.
+the context, the durable intake) and its listeners. The store, the service and the client
+come from bot/compose.py.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.config import Settings
 from bot.service import Service
 from bot.slack.home_refresh import HomeRefresher
+from bot.slack.intake import RecordIntake, use_intake
 from bot.slack.listeners import register
 from bot.slack.middleware import ProvideService, ReplayGuard, drop_replays
 from bot.slack.startup import RefuseUntilKnown, WorkspaceIdentity
@@ -38,6 +40,10 @@ def build_app(
     replay_guard = ReplayGuard()
     app.use(drop_replays(replay_guard))
     app.use(ProvideService(service, homes))
+    store = service.store  # a state-changing interaction is a row before it is acked
+    keys = settings.encryption_keys()
+    recorder = RecordIntake.on(store.db, store.replica_id, settings.sayso_lease_seconds, keys)
+    use_intake(app, recorder)
     register(app)
 
     @app.error

@@ -27,8 +27,9 @@ class ReplayGuard:
     must not wait for the database. A signature is remembered until its timestamp has left the
     acceptance window (so a request stamped in the future is remembered longer), and
     timestamps further ahead than `future_skew` are refused outright. Replays that reach
-    another replica are harmless: decisions are conditional writes, events are deduplicated by
-    event_id, and slash commands by signature in the store once acked (listeners/commands.py).
+    another replica are harmless: the durable intake (bot/slack/intake.py) records each
+    state-changing interaction once, by Slack's trigger id or event id, before the ack, and
+    drops a copy; decisions are conditional writes anyway.
     """
 
     def __init__(

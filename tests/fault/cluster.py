@@ -92,6 +92,7 @@ class Cluster:
         *,
         hang: float = 0.0,
         die_after_decision: bool = False,
+        die_before: str | None = None,
         lease_seconds: float = 2,
         sweep_interval: float = 0.3,
         min_approvals: int = 1,
@@ -101,7 +102,9 @@ class Cluster:
     ) -> Replica:
         """Start a replica; `role` "front" or "worker" starts one half of one (see
         tests/fault/replica.py). A "replica" of a split cluster is both halves, started
-        together; `die_after_decision` then applies to the front, which takes decisions."""
+        together; `die_after_decision` then applies to the front, which takes decisions.
+        `die_before` names a `Service` method: the replica dies right after acking the first
+        interaction that calls it (tests/fault/replica.py)."""
         port = free_port()
         environ = {
             **os.environ,
@@ -141,6 +144,8 @@ class Cluster:
         front_cmd = [*cmd, "--role", "front" if split else role]
         if die_after_decision:
             front_cmd.append("--die-after-decision")
+        if die_before:
+            front_cmd += ["--die-before", die_before]
         log_path = self.tmp_path / f"{name}.log"
         # a split replica's front leads a new process group in this session: its worker joins it
         proc = _spawn(front_cmd, environ, log_path, group=0 if split else None)

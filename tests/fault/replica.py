@@ -2,7 +2,7 @@
 
     python -m tests.fault.replica --port 4001 --effects /tmp/effects.jsonl \
         [--model-url URL] [--hang SECONDS] [--die-after-decision] [--min-approvals N]
-        [--escalate-after SECONDS]
+        [--escalate-after SECONDS] [--die-before METHOD]
 
 Slack, database, lease and sweep settings come from the environment as for `sayso run`
 (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, DATABASE_URL, SAYSO_LEASE_SECONDS,
@@ -16,6 +16,11 @@ role is the single process that does both on one event loop (the in-process mode
 recorded decision makes the run ready, before it claims and continues the run (a front: before
 it wakes the workers). When it leads its process group (tests/fault/cluster.py starts each
 replica so, and a split replica's worker in its front's group) the whole group dies with it.
+
+`--die-before METHOD` is fault injection too: the first call of that `Service` method
+(`decide`, `cancel`, `thread_reply`, `start`) waits until the interaction's ack has gone out
+(the listener acked before calling it), then SIGKILLs the process group: the click was
+acknowledged and recorded, and never processed here.
 """
 
 from __future__ import annotations
@@ -33,12 +38,31 @@ from bot.cli import setup_logging
 from bot.compose import build_bot
 from bot.config import Settings
 from bot.serve import serve_worker, wait_for_stop
+from bot.service import Service
 from bot.service.registry import AgentRegistry
 from bot.service.runs.drive import RunDriver as Runner
 from store import Lease
 from tests.fault.agents import make_agents
 
 log = logging.getLogger("sayso.fault")
+
+
+def _die(what: str) -> None:
+    log.warning("event=fault_injected %s: SIGKILL", what)
+    logging.shutdown()
+    if os.getpgrp() == os.getpid():  # the replica's process group: its worker too
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def die_before(method: str) -> None:
+    """SIGKILL at the first call of `Service.<method>`, once the ack has been sent."""
+
+    async def dying(self: Service, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.3)  # Bolt answers Slack as soon as the listener acked
+        _die(f"before Service.{method}")
+
+    setattr(Service, method, dying)
 
 
 def die_after_decision() -> None:
@@ -101,7 +125,10 @@ def main() -> None:
     p.add_argument("--min-approvals", type=int, default=1)
     p.add_argument("--escalate-after", type=float, default=None)
     p.add_argument("--role", choices=["replica", "front", "worker"], default="replica")
+    p.add_argument("--die-before", default=None)
     args = p.parse_args()
+    if args.die_before:
+        die_before(args.die_before)
     if args.die_after_decision:
         die_after_decision()
     asyncio.run(serve(args))

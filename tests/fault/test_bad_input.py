@@ -586,12 +586,16 @@ async def test_replayed_requests_do_nothing_twice(live: Live, clean_log: Any) ->
     assert [(e.actor, e.outcome) for e in trail] == [("U_APPROVER", "won")]
     assert len(executions(live.effects)) == 1
     assert sb.ephemerals("U_APPROVER") == []
-    # dedupe is by signature: the same body signed at another second is a new delivery
+    # dedupe is by Slack's trigger id (the durable intake): the same command signed again at
+    # another second is still one interaction; the same text typed again is another
     body = live.slash_body()
     runs_before = len(await live.bot.store.list_runs())
     async with httpx.AsyncClient(timeout=10) as client:
         for ts in (int(time.time()), int(time.time()) - 1):
             headers = signed_headers(SECRET, body, timestamp=str(ts))
             assert (await client.post(live.url, content=body, headers=headers)).status_code == 200
+        again = live.slash_body()  # a new trigger id
+        headers = signed_headers(SECRET, again)
+        assert (await client.post(live.url, content=again, headers=headers)).status_code == 200
     await live.settle()
     assert len(await live.bot.store.list_runs()) == runs_before + 2

@@ -48,3 +48,27 @@ async def test_a_row_whose_replica_died_is_claimed_by_another(intake: Intake) ->
     assert await intake.release("command:T1", "b")
     assert (await intake.claim_one("command:T1", "c")) is not None
     assert await intake.claim_one("command:T1", "d") is None
+
+
+async def test_a_burst_is_recorded_in_one_transaction_and_closed_together(
+    intake: Intake,
+) -> None:
+    assert await intake.record("action:T0", "action", CLICK, owner="a")
+    burst = [(f"action:T{i}", "action", {**CLICK, "i": i}) for i in range(5)]
+    new = await intake.record_many(burst, owner="b", lease=5)
+    assert new == {f"action:T{i}" for i in range(1, 5)}  # T0 was recorded before
+    assert await intake.record_many(burst, owner="c") == set()
+    row = await intake.get("action:T3")
+    assert row is not None and row.payload["i"] == 3 and row.claim_owner == "b"
+    await intake.done_many([("action:T1", {"ok": True}), ("action:T2", {"error": "X"})])
+    assert await intake.pending_count() == 3
+    done = await intake.get("action:T2")
+    assert done is not None and done.status == "done" and done.result == {"error": "X"}
+
+
+async def test_a_long_processing_keeps_its_row(intake: Intake) -> None:
+    await intake.record("view:V2:t", "view", {"v": 2}, owner="a", lease=0.3)
+    assert await intake.renew("view:V2:t", "a", lease=5)
+    await asyncio.sleep(0.4)
+    assert await intake.claim("b") == []  # still held by a
+    assert not await intake.renew("view:V2:t", "b")

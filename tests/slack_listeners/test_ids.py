@@ -42,6 +42,7 @@ BLOCK_IDS = {
     "CARD_META": "card_meta",
     "CARD_INTERRUPTED": "card_interrupted",
     "CARD_ARGS": "card_args",
+    "CARD_DISPLAY": "card_display",
     "CARD_DEFAULTS": "card_defaults",
     "CARD_CHANGES": "card_changes",
     "CARD_REASON": "card_reason",

@@ -57,11 +57,13 @@ class RunStarter:
         thread_ts: str | None = None,
         history: list[Message] | None = None,
         limit: StartLimit | None = None,
+        run_id: str | None = None,
     ) -> str:
         """Create the run, post its root message (unless it continues a thread), drive it.
 
-        With `limit`, nothing starts when the requester is at it (`StartLimitReached`)."""
-        run_id = uuid.uuid4().hex
+        With `limit`, nothing starts when the requester is at it (`StartLimitReached`).
+        `run_id`: the new run's id (derived from a recorded interaction), else a fresh one."""
+        run_id = run_id or uuid.uuid4().hex
         lease = await self.store.create_run(
             limit=limit,
             run_id=run_id,

@@ -15,6 +15,7 @@ from bot.service import Actor, Outcome, Service
 from bot.slack.blocks import modals
 from bot.slack.blocks.data import CardInfo
 from bot.slack.ids import BUTTON_DECISION, ActionId
+from bot.slack.intake import is_replay, recorded
 from bot.slack.listeners.common import actor_from, service_of, tell_actor
 from bot.slack.render import card_info, slack_text
 from store import ApprovalRequestRecord, RunRecord
@@ -130,7 +131,7 @@ async def on_approve(
         return
     decision = BUTTON_DECISION[ActionId.APPROVE]
     outcome = await service.decide(request_id, actor_from(body), decision)
-    if not outcome.ok:
+    if not outcome.ok and not already_done(context, outcome):
         await tell_actor(client, service, body, outcome.message, outcome.request)
 
 
@@ -148,7 +149,7 @@ async def on_approve_always(
     if await refused_foreign(client, service, body, await service.approval_request(request_id)):
         return
     outcome = await service.decide(request_id, actor_from(body), "approve", standing=True)
-    if not outcome.ok:
+    if not outcome.ok and not already_done(context, outcome):
         await tell_actor(client, service, body, outcome.message, outcome.request)
 
 
@@ -220,17 +221,26 @@ async def _checked_in_view(
     return view_id, outcome.request, outcome.run
 
 
+def already_done(context: AsyncBoltContext, outcome: Outcome) -> bool:
+    """A replayed click refused because it was already done ("lost": first, maybe, by its
+    own first attempt, which died before it closed its intake row): not told again (the card
+    shows who decided)."""
+    return outcome.kind == "lost" and is_replay(context)
+
+
 async def _act_on_value(
     client: AsyncWebClient,
     service: Service,
     body: dict[str, Any],
     action: dict[str, Any],
     use_case: Callable[[str, Actor], Awaitable[Outcome]],
+    replay: bool,
 ) -> None:
     """Buttons whose value names what they act on (a run, a grant): the use case decides;
-    a refusal is told to the person who clicked."""
+    a refusal is told to the person who clicked (on a replay, not one saying that it was
+    already done: cancelled, retried)."""
     outcome = await use_case(action.get("value", ""), actor_from(body))
-    if not outcome.ok:
+    if not outcome.ok and not (replay and outcome.kind in ("lost", "invalid")):
         await tell_actor(client, service, body, outcome.message)
 
 
@@ -248,7 +258,7 @@ def _acting_on_value(
     ) -> None:
         await ack()
         service = service_of(context)
-        await _act_on_value(client, service, body, action, use_case(service))
+        await _act_on_value(client, service, body, action, use_case(service), is_replay(context))
 
     listener.__doc__ = doc
     return listener
@@ -262,11 +272,13 @@ on_cancel = _acting_on_value(lambda s: s.cancel, "Cancel on a run's root message
 
 
 def register(app: AsyncApp) -> None:
-    app.action(ActionId.APPROVE)(on_approve)
+    """Buttons that change state are `recorded` (bot/slack/intake.py); those that only open a
+    modal are not (the trigger id is used inline)."""
+    app.action(ActionId.APPROVE)(recorded(on_approve))
     for action_id in FORMS:
         app.action(action_id)(on_open_form)
     app.action(ActionId.VIEW_ARGS)(on_view_args)
-    app.action(ActionId.RETRY)(on_retry)
-    app.action(ActionId.CANCEL)(on_cancel)
-    app.action(ActionId.APPROVE_ALWAYS)(on_approve_always)
-    app.action(ActionId.REVOKE)(on_revoke)
+    app.action(ActionId.RETRY)(recorded(on_retry))
+    app.action(ActionId.CANCEL)(recorded(on_cancel))
+    app.action(ActionId.APPROVE_ALWAYS)(recorded(on_approve_always))
+    app.action(ActionId.REVOKE)(recorded(on_revoke))

@@ -20,6 +20,7 @@ from slack_bolt.context.set_suggested_prompts.async_set_suggested_prompts import
 
 from bot.slack.blocks import limits as L
 from bot.slack.blocks.fmt import one_line
+from bot.slack.intake import intake_key_of, recorded, run_id_for
 from bot.slack.listeners.common import service_of
 
 log = logging.getLogger("sayso.slack")
@@ -62,7 +63,9 @@ async def on_user_message(
     thread_ts = payload.get("thread_ts")
     if not user or not channel or not thread_ts:
         return
-    if body.get("event_id") and not await service.first_delivery(str(body["event_id"])):
+    recorded_once = intake_key_of(context) is not None  # the intake deduplicated it
+    event_id = body.get("event_id")
+    if event_id and not recorded_once and not await service.first_delivery(str(event_id)):
         return
     parsed = service.parse(payload.get("text", ""))
     if parsed.kind == "help":
@@ -74,12 +77,17 @@ async def on_user_message(
     await set_status(WORKING)
     team_id = payload.get("team") or body.get("team_id")
     await service.start(
-        parsed, requester=user, team_id=team_id, channel_id=channel, thread_ts=thread_ts
+        parsed,
+        requester=user,
+        team_id=team_id,
+        channel_id=channel,
+        thread_ts=thread_ts,
+        run_id=run_id_for(context),
     )
 
 
 def register(app: AsyncApp) -> None:
     assistant = AsyncAssistant()
     assistant.thread_started(on_thread_started)
-    assistant.user_message(on_user_message)
+    assistant.user_message(recorded(on_user_message))
     app.use(assistant)

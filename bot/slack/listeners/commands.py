@@ -11,6 +11,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.slack.blocks import messages
 from bot.slack.ids import SLASH_COMMAND
+from bot.slack.intake import intake_key_of, recorded, run_id_for
 from bot.slack.listeners.common import service_of
 from bot.slack.render import agent_infos, slack_text
 
@@ -37,7 +38,8 @@ async def on_sayso(
         return
     await ack()
     signature = (request.headers.get("x-slack-signature") or [""])[0]
-    if signature and not await service.first_delivery(f"sig:{signature}"):
+    recorded_once = intake_key_of(context) is not None  # the intake deduplicated it
+    if signature and not recorded_once and not await service.first_delivery(f"sig:{signature}"):
         log.warning("event=replayed_command: another replica already started this run")
         return
     try:
@@ -46,6 +48,7 @@ async def on_sayso(
             requester=command["user_id"],
             team_id=command.get("team_id"),
             channel_id=command["channel_id"],
+            run_id=run_id_for(context),
         )
         if not outcome.ok and outcome.message:  # who may start, how often: for them alone
             await respond(text=slack_text(outcome.message), response_type="ephemeral")
@@ -61,4 +64,4 @@ async def on_sayso(
 
 
 def register(app: AsyncApp) -> None:
-    app.command(SLASH_COMMAND)(on_sayso)
+    app.command(SLASH_COMMAND)(recorded(on_sayso))

@@ -10,6 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import Service
 from bot.slack.blocks import messages
+from bot.slack.intake import intake_key_of, recorded, run_id_for
 from bot.slack.listeners.common import refresh_home, service_of, tell
 from bot.slack.render import agent_infos
 
@@ -20,10 +21,11 @@ PERSON_SUBTYPES = (None, "thread_broadcast")
 reply also sent to the channel ("thread_broadcast") is still a person's reply."""
 
 
-async def first_delivery(service: Service, body: dict[str, Any]) -> bool:
-    """Slack retries events it thinks were missed: handle each event_id once."""
+async def first_delivery(service: Service, body: dict[str, Any], context: AsyncBoltContext) -> bool:
+    """Slack retries events it thinks were missed: handle each event_id once (an event the
+    intake recorded is handled once already: its replay must not be dropped here)."""
     event_id = body.get("event_id")
-    if not event_id:
+    if not event_id or intake_key_of(context) is not None:
         return True
     if await service.first_delivery(event_id):
         return True
@@ -39,7 +41,7 @@ async def on_mention(
 ) -> None:
     """`@sayso [agent] <request>` starts a run (or shows help)."""
     service = service_of(context)
-    if event.get("bot_id") or not await first_delivery(service, body):
+    if event.get("bot_id") or not await first_delivery(service, body, context):
         return
     user, channel = event.get("user"), event.get("channel")
     if not user or not channel:
@@ -59,7 +61,9 @@ async def on_mention(
         await tell(client, user, parsed.message, channel, thread_ts)
         return
     team_id = event.get("user_team") or event.get("team") or body.get("team_id")
-    outcome = await service.start(parsed, requester=user, team_id=team_id, channel_id=channel)
+    outcome = await service.start(
+        parsed, requester=user, team_id=team_id, channel_id=channel, run_id=run_id_for(context)
+    )
     if not outcome.ok and outcome.message:
         await tell(client, user, outcome.message, channel, thread_ts)
 
@@ -76,7 +80,7 @@ async def on_message(
     if not event.get("thread_ts"):
         return
     service = service_of(context)
-    if not await first_delivery(service, body):
+    if not await first_delivery(service, body, context):
         return
     outcome = await service.thread_reply(
         channel_id=event["channel"],
@@ -85,6 +89,7 @@ async def on_message(
         team_id=event.get("user_team") or event.get("team") or body.get("team_id"),
         text=event.get("text", ""),
         ts=event.get("ts", ""),
+        run_id=run_id_for(context),
     )
     if not outcome.ok and outcome.message:
         user, channel, thread_ts = event.get("user", ""), event["channel"], event["thread_ts"]
@@ -99,6 +104,6 @@ async def on_home_opened(event: dict[str, Any], context: AsyncBoltContext) -> No
 
 
 def register(app: AsyncApp) -> None:
-    app.event("app_mention")(on_mention)
-    app.event("message")(on_message)
+    app.event("app_mention")(recorded(on_mention))
+    app.event("message")(recorded(on_message))
     app.event("app_home_opened")(on_home_opened)

@@ -13,6 +13,7 @@ from bot.agent import Tool
 from bot.service import OUTPUT_FIELD, REASON_FIELD, Service
 from bot.slack.blocks import modals
 from bot.slack.ids import SUBMIT_DECISION, BlockId, CallbackId
+from bot.slack.intake import is_replay, recorded
 from bot.slack.listeners.common import actor_from, service_of, tell_actor
 from bot.slack.render import slack_text
 from store import ApprovalRequestRecord
@@ -55,15 +56,22 @@ async def _submit(
     body: dict[str, Any],
     view: dict[str, Any],
     client: AsyncWebClient,
-    service: Service,
+    context: AsyncBoltContext,
     callback_id: CallbackId,
     **given: Any,
 ) -> None:
-    """Check first and answer the modal within 3 s (field errors inline); then record."""
+    """Check first and answer the modal within 3 s (field errors inline); then record. A
+    replay (its modal closed long ago) tells a refusal instead, unless it was already done."""
+    service = service_of(context)
     request_id = request_id_of(view)
     actor = actor_from(body)
     action = SUBMIT_DECISION[callback_id]
     checked = await service.precheck(request_id, actor, action, **given)
+    if not checked.ok and is_replay(context):
+        await ack()
+        if checked.kind != "lost":
+            await tell_actor(client, service, body, checked.message, checked.request)
+        return
     if not checked.ok:
         errors = _field_errors(view, callback_id, checked.errors, checked.message)
         if errors:
@@ -74,7 +82,7 @@ async def _submit(
         return
     await ack()
     outcome = await service.decide(request_id, actor, action, **given)
-    if not outcome.ok:
+    if not outcome.ok and not (outcome.kind == "lost" and is_replay(context)):
         await tell_actor(client, service, body, outcome.message, outcome.request)
 
 
@@ -111,7 +119,7 @@ async def on_edit(
         return
     reason = modals.parse_edit_reason(view["state"]["values"])
     await _submit(
-        ack, body, view, client, service, CallbackId.EDIT, arguments=arguments, reason=reason
+        ack, body, view, client, context, CallbackId.EDIT, arguments=arguments, reason=reason
     )
 
 
@@ -125,7 +133,7 @@ async def on_reasoned(
     """Reject (an optional reason) or Approve (with the reason the request needs)."""
     reason = modals.parse_reason(view["state"]["values"])
     decision = CallbackId(view["callback_id"])
-    await _submit(ack, body, view, client, service_of(context), decision, reason=reason)
+    await _submit(ack, body, view, client, context, decision, reason=reason)
 
 
 async def on_answer(
@@ -143,7 +151,7 @@ async def on_answer(
     if errors:
         await ack(response_action="errors", errors=errors)
         return
-    await _submit(ack, body, view, client, service, CallbackId.ANSWER, output=output)
+    await _submit(ack, body, view, client, context, CallbackId.ANSWER, output=output)
 
 
 async def on_review(
@@ -158,12 +166,12 @@ async def on_review(
     if errors:
         await ack(response_action="errors", errors=errors)
         return
-    await _submit(ack, body, view, client, service_of(context), CallbackId.REVIEW, output=text)
+    await _submit(ack, body, view, client, context, CallbackId.REVIEW, output=text)
 
 
 def register(app: AsyncApp) -> None:
-    app.view(CallbackId.EDIT)(on_edit)
-    app.view(CallbackId.REJECT)(on_reasoned)
-    app.view(CallbackId.ANSWER)(on_answer)
-    app.view(CallbackId.REVIEW)(on_review)
-    app.view(CallbackId.APPROVE)(on_reasoned)
+    app.view(CallbackId.EDIT)(recorded(on_edit))
+    app.view(CallbackId.REJECT)(recorded(on_reasoned))
+    app.view(CallbackId.ANSWER)(recorded(on_answer))
+    app.view(CallbackId.REVIEW)(recorded(on_review))
+    app.view(CallbackId.APPROVE)(recorded(on_reasoned))
