@@ -80,6 +80,15 @@ CallbackUrl = Annotated[
 ]
 
 
+class AnsweredInClient(BaseModel):
+    """A question its caller's own client already answered (MCP elicitation, `sayso mcp`)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    answer: str = Field(min_length=1, max_length=3000, pattern=TEXT)
+    client: str = Field(min_length=1, max_length=100, pattern=NO_CONTROL)
+
+
 class CreateRequest(BaseModel):
     """POST /v1/requests. Strict: JSON types are never coerced (`0` is not `false`)."""
 
@@ -127,6 +136,11 @@ class CreateRequest(BaseModel):
         default=None, min_length=1, max_length=200, pattern=KEY_TEXT
     )
     context: BoundedObject | None = None
+    answered_in_client: AnsweredInClient | None = Field(
+        default=None,
+        description="Only for a question its caller's client already answered: it is stored "
+        "answered in the key's name, with no card.",
+    )
     display: str | None = Field(
         default=None,
         max_length=2900,

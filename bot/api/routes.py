@@ -212,6 +212,8 @@ class ApiRoutes:
             body = CreateRequest.model_validate(raw)
         except ValidationError as exc:
             raise ApiRefusal("invalid", _validation_message(exc)) from None
+        if body.answered_in_client is not None:
+            return await self._answered_in_client(key, body)
         created = await self.api.create(key, new_request(self.api, key, body))
         r = created.request
         answer = CreatedRequest(
@@ -227,6 +229,24 @@ class ApiRoutes:
         return web.json_response(
             answer.model_dump(mode="json"), status=201 if created.created else 200
         )
+
+    async def _answered_in_client(self, key: ApiKey, body: CreateRequest) -> web.Response:
+        """A question its caller's client already answered: stored answered, no card."""
+        done = body.answered_in_client
+        assert done is not None
+        if body.kind != "question":
+            raise ApiRefusal("invalid", "answered_in_client: only a question can be answered so")
+        how = f"Answered in {done.client} (MCP elicitation)."
+        r = await self.api.answered_by_caller(
+            key, new_request(self.api, key, body), done.answer, how
+        )
+        answer = CreatedRequest(
+            id=r.id,
+            status=state_json(r, self.signer)["status"],
+            channel=r.channel_id,
+            message_ts=r.message_ts,
+        )
+        return web.json_response(answer.model_dump(mode="json"), status=201)
 
     async def get(self, request: web.Request, key: ApiKey) -> web.Response:
         request_id = _request_id(request)

@@ -14,7 +14,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from bot.api.routes import refused
-from bot.mcp.tools import build_server
+from bot.mcp.tools import SaysoTools, build_server
 from bot.service.api_requests import ApiRefusal, ApiRequests
 from store.api import ApiKey
 
@@ -39,7 +39,7 @@ class McpHttp:
         async def key_of(ctx: Context) -> ApiKey:
             return await api.authenticate(_bearer(ctx.headers))
 
-        self.server = build_server(api, key_of)
+        self.server = build_server(SaysoTools(api, key_of))
         self._manager: StreamableHTTPSessionManager | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()

@@ -1,50 +1,38 @@
 """`sayso mcp`: the MCP server over stdio, for clients that start their servers as processes
-(Claude Desktop, Cursor). It reaches the engine with `sayso run`'s settings (database, Slack):
-it posts the cards itself and needs no running front; clicks on them are handled by the bot."""
+(Claude Desktop, Cursor, Claude Code). A thin client of a running sayso's approval API: it
+needs only `SAYSO_URL` and `SAYSO_KEY`. It never reads a database URL or a Slack token, so the
+agent it gates, which can read its environment, finds nothing there that decides anything."""
 
 from __future__ import annotations
 
-import os
-
-from mcp.server.mcpserver import Context
-
-from bot.config import ConfigError, Settings, require_bot_token
+from bot.config import ConfigError, Settings
+from bot.mcp.remote import RemoteTools
 from bot.mcp.tools import build_server
-from bot.service.api_requests import ApiRefusal
-from store.api import ApiKey
 
 KEY_ENV = "SAYSO_KEY"
+URL_ENV = "SAYSO_URL"
 
 
 async def serve_stdio(settings: Settings) -> None:
-    """Serve MCP on stdin/stdout with the key in SAYSO_KEY until the client closes stdin."""
-    from bot.compose import build_service, build_store, web_client
-    from bot.serve import load_agents
+    """Serve MCP on stdin/stdout for the key in SAYSO_KEY, against the sayso at SAYSO_URL,
+    until the client closes stdin. The key is checked at once (a clear error, not a dead
+    server)."""
+    import httpx
 
-    token = os.environ.get(KEY_ENV, "").strip()
+    from bot.client import AsyncSaysoClient, SaysoAPIError
+
+    token = (settings.secret("sayso_key") or "").strip()
+    url = (settings.sayso_url or "").strip()
     if not token:
         raise ConfigError(f"{KEY_ENV} is not set: create a key with `sayso keys create NAME`")
-    require_bot_token(settings)
-    store = build_store(settings)
-    service = build_service(
-        settings, load_agents(settings.sayso_agents), store, web_client(settings)
-    )
-    api = service.api
+    if not url:
+        raise ConfigError(f"{URL_ENV} is not set: the URL of a running sayso (sayso run)")
+    client = AsyncSaysoClient(url, token)
     try:
-        await store.upgrade()
-        try:
-            await api.authenticate(token)
-        except ApiRefusal as exc:
+        await client.get("0" * 32)
+    except SaysoAPIError as exc:
+        if exc.code == "unauthorized":
             raise ConfigError(f"{KEY_ENV}: {exc.message}") from None
-
-        async def key_of(ctx: Context) -> ApiKey:
-            return await api.authenticate(token)  # each call: a revoked key stops working
-
-        await api.start()
-        try:
-            await build_server(api, key_of).run_stdio_async()
-        finally:
-            await api.stop()
-    finally:
-        await service.close()
-        await store.close()
+    except (OSError, httpx.HTTPError) as exc:
+        raise ConfigError(f"{URL_ENV}: sayso does not answer at {url} ({exc})") from None
+    await build_server(RemoteTools(client)).run_stdio_async()

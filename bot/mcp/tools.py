@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -49,8 +49,33 @@ def _clamp(wait_seconds: float) -> float:
     return max(0.0, min(float(wait_seconds), float(MAX_WAIT)))
 
 
+class Tools(Protocol):
+    """What the MCP tools do: in process (`SaysoTools`, /mcp on a front) or over the approval
+    API (`bot.mcp.remote.RemoteTools`, `sayso mcp` over stdio)."""
+
+    async def create(self, ctx: Context, **body: Any) -> tuple[Any, str]:
+        """Create the request (its card posted); the caller's handle and the request's id."""
+        ...
+
+    async def state(self, handle: Any, request_id: str, wait_seconds: float) -> dict[str, Any]:
+        """The decision JSON (as GET /v1/requests/{id}), or {"status": "pending", "id"}."""
+        ...
+
+    async def state_of(
+        self, ctx: Context, request_id: str, wait_seconds: float
+    ) -> dict[str, Any]: ...
+
+    async def settled(self, handle: Any, request_id: str) -> dict[str, Any]: ...
+
+    async def answered(
+        self, ctx: Context, question: str, channel: str | None, answer: str, client: str
+    ) -> dict[str, Any]:
+        """A question the caller's own client answered: stored answered, with no card."""
+        ...
+
+
 class SaysoTools:
-    """The engine behind the tools, for one key resolver."""
+    """The engine behind the tools, in process, for one key resolver."""
 
     def __init__(self, api: ApiRequests, key_of: KeyOf) -> None:
         self.api = api
@@ -92,11 +117,26 @@ class SaysoTools:
             return {"status": "pending", "id": request_id}
         return state
 
+    async def state_of(self, ctx: Context, request_id: str, wait_seconds: float) -> dict[str, Any]:
+        return await self.state(await self.key_of(ctx), request_id, wait_seconds)
+
     async def settled(self, key: ApiKey, request_id: str) -> dict[str, Any]:
         while True:
             state = await self.state(key, request_id, PERMISSION_POLL)
             if state["status"] != "pending":
                 return state
+
+    async def answered(
+        self, ctx: Context, question: str, channel: str | None, answer: str, client: str
+    ) -> dict[str, Any]:
+        key = await self.key_of(ctx)
+        new = self.new(key, kind="question", title=question, channel=channel)
+        how = f"Answered in {client} (MCP elicitation)."
+        try:
+            request = await self.api.answered_by_caller(key, new, answer, how)
+        except ApiRefusal as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+        return state_json(request)
 
 
 def permission_answer(state: dict[str, Any]) -> dict[str, Any]:
@@ -111,10 +151,9 @@ def permission_answer(state: dict[str, Any]) -> dict[str, Any]:
     return {"behavior": "deny", "message": f"No decision: the request is {state['status']}."}
 
 
-def build_server(api: ApiRequests, key_of: KeyOf) -> MCPServer:
-    # Longer than 60 lines because the MCP tools are closures over the API and the key.
-    """The sayso MCP server, its tools reaching `api` with the key `key_of` finds."""
-    tools = SaysoTools(api, key_of)
+def build_server(tools: Tools) -> MCPServer:
+    # Longer than 60 lines because the MCP tools are closures over the engine behind them.
+    """The sayso MCP server, its tools reaching sayso through `tools`."""
     server = MCPServer(
         name="sayso",
         instructions=(
@@ -157,7 +196,7 @@ def build_server(api: ApiRequests, key_of: KeyOf) -> MCPServer:
     async def get_decision(id: str, ctx: Context, wait_seconds: float = 50) -> dict[str, Any]:
         """The decision on request `id`, waiting up to `wait_seconds` (at most 60) for one;
         {"status": "pending", "id"} while there is none yet."""
-        return await tools.state(await key_of(ctx), id, wait_seconds)
+        return await tools.state_of(ctx, id, wait_seconds)
 
     @server.tool()
     async def ask_human(
@@ -168,17 +207,11 @@ def build_server(api: ApiRequests, key_of: KeyOf) -> MCPServer:
         answer in the card's thread or its modal. Returns the request with decision.answer
         once answered (in Slack: within `wait_seconds`, at most 60), else
         {"status": "pending", "id"}: then call get_decision with that id."""
-        key = await key_of(ctx)
-        new = tools.new(key, kind="question", title=question, channel=channel)
         answer = await answer_in_client(ctx, question)
         if answer is not None:
-            how = f"Answered in {client_name(ctx)} (MCP elicitation)."
-            try:
-                request = await api.answered_by_caller(key, new, answer, how)
-            except ApiRefusal as exc:
-                raise ToolError(f"{exc.code}: {exc.message}") from None
-            return state_json(request)
-        return await tools.state(key, await tools.post(key, new), wait_seconds)
+            return await tools.answered(ctx, question, channel, answer, client_name(ctx))
+        key, request_id = await tools.create(ctx, kind="question", title=question, channel=channel)
+        return await tools.state(key, request_id, wait_seconds)
 
     @server.tool()
     async def permission_prompt(

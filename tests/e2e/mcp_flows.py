@@ -27,7 +27,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from bot.sandbox import SlackSandbox
-from tests.e2e.harness import TOKEN, Harness, has_button, running_harness
+from tests.e2e.harness import Harness, has_button, running_harness
 from tests.helpers.postgres import PG_URL, fresh_postgres
 from tests.helpers.waiting import eventually
 
@@ -70,16 +70,19 @@ async def mcp_http(
         yield session
 
 
+STDIO_ENV = ("PYTHONPATH", "SAYSO_URL", "SAYSO_KEY")
+"""Everything `sayso mcp` gets: a running sayso's URL and an API key; no database URL and no
+Slack token, which the agent it gates could read (security round two, finding 4)."""
+
+
 def stdio_server(h: Harness, key: str) -> StdioServerParameters:
-    """`sayso mcp` with the bot's settings (and any the test overrides) and SAYSO_KEY."""
+    """`sayso mcp` against the running bot's /v1, with SAYSO_URL and SAYSO_KEY only."""
     env = {
         "PYTHONPATH": os.environ.get("PYTHONPATH", os.getcwd()),
-        "DATABASE_URL": h.db_url,
-        "SLACK_BOT_TOKEN": TOKEN,
-        "SLACK_API_URL": h.sandbox.api_url,
+        "SAYSO_URL": h.url,
         "SAYSO_KEY": key,
     }
-    env.update({name.upper(): str(value) for name, value in h.settings_overrides.items()})
+    assert set(env) == set(STDIO_ENV)
     return StdioServerParameters(
         command=sys.executable, args=["-m", "bot.cli", "mcp"], cwd=h.tmp_path, env=env
     )
