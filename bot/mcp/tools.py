@@ -13,7 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
 from bot.api.models import MAX_WAIT, CreateRequest
-from bot.api.present import state_json
+from bot.api.present import configured_signer, state_json
 from bot.api.routes import new_request
 from bot.mcp.elicit import answer_in_client, client_name
 from bot.service.api_requests import ApiRefusal, ApiRequests
@@ -80,6 +80,8 @@ class SaysoTools:
     def __init__(self, api: ApiRequests, key_of: KeyOf) -> None:
         self.api = api
         self.key_of = key_of
+        self.signer = configured_signer()
+        """Decisions carry their signed receipt (SAYSO_SIGNING_KEY), as GET /v1 does."""
 
     def new(self, key: ApiKey, **body: Any) -> NewApiRequest:
         """The request a tool call describes, validated as POST /v1/requests validates it."""
@@ -112,7 +114,7 @@ class SaysoTools:
             request, _ = await self.api.wait(key, request_id, _clamp(wait_seconds))
         except ApiRefusal as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
-        state = state_json(request)
+        state = state_json(request, self.signer)
         if state["status"] == "pending":
             return {"status": "pending", "id": request_id}
         return state
@@ -136,7 +138,7 @@ class SaysoTools:
             request = await self.api.answered_by_caller(key, new, answer, how)
         except ApiRefusal as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
-        return state_json(request)
+        return state_json(request, self.signer)
 
 
 def permission_answer(state: dict[str, Any]) -> dict[str, Any]:

@@ -172,3 +172,23 @@ async def test_get_and_webhooks_carry_the_receipt(live: Live, receiver: Receiver
     assert receiver.bodies[0]["receipt"] == r
     key = await asyncio.to_thread(SaysoClient(h.url, live.key).public_key)
     assert key == live.signer.public_key
+
+
+async def test_mcp_results_carry_the_receipt(live: Live) -> None:
+    """sayso's own MCP server (request_approval) answers with the decision's signed receipt."""
+    from tests.e2e.mcp_flows import mcp_http, next_card
+
+    h = live.h
+    async with mcp_http(h, live.key) as session:
+        asked = asyncio.create_task(
+            session.call_tool(
+                "request_approval",
+                {"tool_name": "deploy", "arguments": ARGS, "wait_seconds": 30},
+            )
+        )
+        card = await next_card(h)
+        await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
+        result = await asked
+    state = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert state["status"] == "approved"
+    verify_receipt(state["receipt"], "deploy", ARGS, live.signer.public_key)
