@@ -42,6 +42,9 @@ class Lease:
     owner: str
     version: int
     expires_at: datetime
+    taken_over: bool = False
+    """Claimed from a holder whose lease lapsed (its process died or stalled), not from a run
+    that was released or handed off."""
 
 
 @dataclass(frozen=True)

@@ -147,7 +147,7 @@ async def claim_run(db: Database, run_id: str, *, owner: str, lease_seconds: flo
     now = utcnow()
     expires = now + timedelta(seconds=lease_seconds)
     async with db.write() as conn:
-        query = sa.select(runs.c.version).where(
+        query = sa.select(runs.c.version, runs.c.lease_owner).where(
             runs.c.id == run_id, runs.c.status != "cancelled", _lease_free(now)
         )
         if db.is_postgres:  # two workers claiming at once: one takes it, the other moves on
@@ -162,7 +162,13 @@ async def claim_run(db: Database, run_id: str, *, owner: str, lease_seconds: flo
         )
         if result.rowcount != 1:
             return None
-    return Lease(run_id=run_id, owner=owner, version=seen.version + 1, expires_at=expires)
+    return Lease(
+        run_id=run_id,
+        owner=owner,
+        version=seen.version + 1,
+        expires_at=expires,
+        taken_over=seen.lease_owner is not None,
+    )
 
 
 def _ours(lease: Lease) -> sa.ColumnElement[bool]:

@@ -64,7 +64,7 @@ async def claim_ready(db: Database, *, owner: str, lease_seconds: float, limit: 
     now = utcnow()
     expires = now + timedelta(seconds=lease_seconds)
     query = (
-        sa.select(runs.c.id, runs.c.version)
+        sa.select(runs.c.id, runs.c.version, runs.c.lease_owner)
         .where(ready_condition(now))
         .order_by(runs.c.updated_at)
         .limit(limit)
@@ -81,7 +81,13 @@ async def claim_ready(db: Database, *, owner: str, lease_seconds: float, limit: 
             )
             if written.rowcount == 1:
                 leases.append(
-                    Lease(run_id=row.id, owner=owner, version=row.version + 1, expires_at=expires)
+                    Lease(
+                        run_id=row.id,
+                        owner=owner,
+                        version=row.version + 1,
+                        expires_at=expires,
+                        taken_over=row.lease_owner is not None,
+                    )
                 )
     return leases
 

@@ -95,6 +95,7 @@ async def test_lapsed_lease_moves_to_another_replica_and_fences_the_old_holder(
     assert "r1" in await b.ready_runs()
     lease_b = await b.claim_run("r1")
     assert lease_b is not None and lease_b.owner == "B" and lease_b.version == lease_a.version + 1
+    assert lease_b.taken_over  # from a holder whose lease lapsed: counted as a takeover
     assert await a.renew(lease_a) is False
     with pytest.raises(LeaseLostError):
         await accessor_a.save(_result("r1", "completed"))  # A's late write is refused
@@ -105,6 +106,8 @@ async def test_lapsed_lease_moves_to_another_replica_and_fences_the_old_holder(
     assert (await b.get_run("r1")).lease_owner == "B"
     await b.release(lease_b)
     assert (await b.get_run("r1")).lease_owner is None
+    again = await a.claim_run("r1")
+    assert again is not None and not again.taken_over  # released: no takeover
 
 
 async def test_renew_extends_only_our_lease(store: Store) -> None:

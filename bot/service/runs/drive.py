@@ -34,6 +34,22 @@ Step = Callable[[Any, Any], Awaitable[RunResult]]
 """One drive of a run: given the state accessor and the event callback, run the agent."""
 
 
+def _claimed(lease: Lease, *, queued: bool = False) -> None:
+    """One log line per claim; a lease taken over from a holder that stopped renewing it
+    (its process died or stalled) is counted (`sayso_lease_takeovers_total`)."""
+    log.info(
+        "event=run_claimed run_id=%s owner=%s queued=%d taken_over=%d",
+        lease.run_id,
+        lease.owner,
+        int(queued),
+        int(lease.taken_over),
+    )
+    if lease.taken_over:
+        from bot.ops import metrics
+
+        metrics.lease_takeover()
+
+
 class RunDriver:
     def __init__(
         self,
@@ -80,7 +96,7 @@ class RunDriver:
         lease = await self.store.claim_run(run_id)
         if lease is None:
             return False
-        log.info("event=run_claimed run_id=%s owner=%s", run_id, lease.owner)
+        _claimed(lease)
         self.tasks.spawn(self._continue(lease, retry), name=f"continue:{run_id}")
         return True
 
@@ -93,7 +109,7 @@ class RunDriver:
     def drive_claimed(self, lease: Lease) -> asyncio.Task[Any]:
         """Continue a run this process has just claimed (a worker's batch claim, a decision
         that claimed its run in the same transaction)."""
-        log.info("event=run_claimed run_id=%s owner=%s", lease.run_id, lease.owner)
+        _claimed(lease)
         return self.tasks.spawn(self._continue(lease, False), name=f"continue:{lease.run_id}")
 
     def spawn_drive(self, lease: Lease, agent: Agent, step: Step, run: RunRecord | None) -> None:
@@ -108,7 +124,7 @@ class RunDriver:
                 lease = await self.store.claim_run(run_id)
                 if lease is None:
                     return  # another replica took it meanwhile
-                log.info("event=run_claimed run_id=%s owner=%s queued=1", run_id, lease.owner)
+                _claimed(lease, queued=True)
                 await self._continue(lease, False, slot_held=True)
         finally:
             self._queued.discard(run_id)
