@@ -55,12 +55,19 @@ async def test_an_approve_flow_is_traced(traced: tuple[Harness, InMemorySpanExpo
     assert decision.attributes["sayso.tool"] == "deploy"
     click = next(s for s in spans if s.name == "slack.ack block_actions")
     assert decision.context.trace_id == click.context.trace_id  # linked from the click
-    command = next(s for s in spans if s.name == "slack.ack command")
-    first_model = next(s for s in spans if s.name.startswith("model.request "))
-    if not h.split:  # one process drives the run it started: its first turn is in the trace
-        assert first_model.context.trace_id == command.context.trace_id
-    # TODO(issue 23): a run is one trace across workers and pauses once bot/service carries
-    # the trace context with the run (docs/operations.md, "Not wired yet")
+    # A run is one trace across its pause (and whichever worker continues it): its drives,
+    # their model requests and its tool bodies.
+    drives = [s for s in spans if s.name == "sayso.run drive"]
+    assert len(drives) >= 2  # before the pause, and the continuation after the decision
+    run_trace = drives[0].context.trace_id
+    assert {d.context.trace_id for d in drives} == {run_trace}
+    models = [s for s in spans if s.name.startswith("model.request ")]
+    assert {m.context.trace_id for m in models} == {run_trace}
+    (tool,) = [s for s in spans if s.name == "tool deploy"]
+    assert tool.context.trace_id == run_trace and tool.attributes["sayso.tool"] == "deploy"
+    if not h.split:  # driven where the click was handled: the continuation links to it
+        linked = {link.context.trace_id for d in drives for link in d.links}
+        assert click.context.trace_id in linked
     assert not any(str(v).startswith("xoxb-") for s in spans for v in (s.attributes or {}).values())
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.agent import Agent, RunEvent, RunResult
 from bot.agent.schema_tool import is_api_run
 from bot.agent.scrub import Failure
+from bot.ops import tracing
 from bot.service.approved_arguments import refuse_altered
 from bot.service.continuation import decisions_from
 from bot.service.inflight import InFlight
@@ -75,6 +77,7 @@ class RunDriver:
         self._slots = asyncio.Semaphore(settings.max_active_runs)
         self._queued: set[str] = set()
         self.in_flight: dict[str, InFlight] = {}
+        self._tool_started: dict[tuple[str, str], float] = {}
 
     # -- claiming ---------------------------------------------------------------------------
 
@@ -262,11 +265,12 @@ class RunDriver:
         lease = flight.lease
         renewer = asyncio.create_task(self._renew(lease))
         try:
-            if slot_held:
-                result = await step(flight.accessor, on_event)
-            else:
-                async with self._slots:
+            async with tracing.run_span(lease.run_id, "sayso.run drive"):
+                if slot_held:
                     result = await step(flight.accessor, on_event)
+                else:
+                    async with self._slots:
+                        result = await step(flight.accessor, on_event)
             flight.phase = "presenting"
             return result
         except LeaseLostError:
@@ -298,6 +302,23 @@ class RunDriver:
         run = await self.store.get_run(lease.run_id)
         if run is not None:
             await self.show.run_changed(run, Failed(failure.shown))
+
+    def _trace_tool(self, event: RunEvent) -> None:
+        """A `tool <name>` span per tool body, from its started and finished events."""
+        key = (event.run_id, event.call_id or "")
+        if event.type == "tool_started":
+            self._tool_started[key] = time.monotonic()
+        elif event.type == "tool_finished":
+            started = self._tool_started.pop(key, None)
+            if started is not None:
+                tracing.record(
+                    f"tool {event.tool}",
+                    time.monotonic() - started,
+                    "failed" if event.detail else None,
+                    run_id=event.run_id,
+                    call_id=event.call_id,
+                    tool=event.tool,
+                )
 
     def _forget(self, flight: InFlight) -> None:
         if self.in_flight.get(flight.lease.run_id) is flight:
@@ -336,6 +357,7 @@ class RunDriver:
     async def _progress(self, event: RunEvent) -> None:
         if event.type not in ("tool_started", "tool_finished", "paused", "completed", "failed"):
             return
+        self._trace_tool(event)
         flight = self.in_flight.get(event.run_id)
         run = flight.current() if flight is not None else None
         if run is None:
