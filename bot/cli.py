@@ -134,7 +134,12 @@ async def cmd_runs(args: argparse.Namespace, settings: Settings) -> None:
     store = Store(settings.database_url, encryption_keys=settings.encryption_keys())
     try:
         if args.runs_command == "show":
-            code = await show_run(store, args.run_id, masker_for(_agents_or_none(settings)))
+            code = await show_run(
+                store,
+                args.run_id,
+                masker_for(_agents_or_none(settings)),
+                settings.receipt_signer(),
+            )
             if code:
                 raise SystemExit(code)
         elif args.runs_command == "cancel":

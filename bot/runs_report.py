@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from bot.agent.sensitive import mask
+from bot.api.present import receipt_of
+from bot.receipts import ReceiptSigner
 from bot.service.registry import AgentRegistry
 from store import Store
 
@@ -47,7 +50,12 @@ async def show_runs(store: Store, *, status: str | None = None, limit: int = 50)
         )
 
 
-async def show_run(store: Store, run_id: str, masked: Masker | None = None) -> int:
+async def show_run(
+    store: Store,
+    run_id: str,
+    masked: Masker | None = None,
+    signer: ReceiptSigner | None = None,
+) -> int:
     run = await store.get_run(run_id)
     if run is None:
         print(f"Run {run_id} not found")
@@ -81,6 +89,9 @@ async def show_run(store: Store, run_id: str, masked: Masker | None = None) -> i
         print(f"      call {q.call_id} args {args} expires {_t(q.expires_at)}")
         if q.edited_arguments is not None:
             print(f"      edited to {masked(run.agent_id, q.tool_name, q.edited_arguments)}")
+        receipt = receipt_of(q, signer)
+        if receipt is not None:  # the same receipt GET /v1 and webhooks carry
+            print(f"      receipt {json.dumps(receipt, separators=(',', ':'))}")
     trail = await store.audit_trail(run_id)
     print(f"\naudit trail ({len(trail)})")
     for e in trail:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -109,6 +110,17 @@ async def test_db_upgrade_and_runs_list_show(tmp_path: Path) -> None:
     assert shown.returncode == 0
     assert "deploy" in shown.stdout and "rejected" in shown.stdout and "U3" in shown.stdout
     assert "not now" in shown.stdout and "audit trail" in shown.stdout
+    assert "receipt" not in shown.stdout  # no SAYSO_SIGNING_KEY: no receipts
+    from bot.receipts import ReceiptSigner, check_signature, new_signing_key
+
+    key = new_signing_key()
+    signed = sayso(
+        "runs", "show", "run1", cwd=tmp_path, env={"DATABASE_URL": url, "SAYSO_SIGNING_KEY": key}
+    )
+    line = next(x for x in signed.stdout.splitlines() if x.strip().startswith("receipt "))
+    receipt = json.loads(line.strip().removeprefix("receipt "))
+    assert receipt["decision"] == "reject" and receipt["decided_by"] == "U3"
+    check_signature(receipt, ReceiptSigner.from_text(key).public_key)  # signed, as GET /v1's
     missing = sayso("runs", "show", "nope", cwd=tmp_path, env={"DATABASE_URL": url})
     assert missing.returncode == 1 and "Run nope not found" in missing.stdout
 
