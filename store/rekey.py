@@ -26,8 +26,8 @@ from store.schema import (
 log = logging.getLogger("sayso.store")
 
 ENCRYPTED_COLUMNS: dict[sa.Table, tuple[str, ...]] = {
-    runs: ("state",),
-    approval_requests: ("arguments", "edited_arguments", "output", "reason"),
+    runs: ("state", "request_text"),
+    approval_requests: ("arguments", "edited_arguments", "output", "reason", "api_spec"),
     audit_events: ("detail",),
     api_keys: ("webhook_secret",),
     api_requests: ("callback_url",),

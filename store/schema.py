@@ -60,7 +60,7 @@ runs = sa.Table(
     sa.Column("team_id", sa.String(64)),
     sa.Column("channel_id", sa.String(64)),
     sa.Column("thread_ts", sa.String(64)),
-    sa.Column("request_text", sa.Text, nullable=False),
+    sa.Column("request_text", EncryptedText, nullable=False),  # an API request's title
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
@@ -110,7 +110,7 @@ approval_requests = sa.Table(
     sa.Column("escalate_to", sa.JSON(none_as_null=True)),
     sa.Column("escalated_at", UTCDateTime),
     sa.Column("standing_seconds", sa.Integer),
-    sa.Column("api_spec", sa.JSON(none_as_null=True), nullable=True),
+    sa.Column("api_spec", EncryptedJSON(), nullable=True),  # title, schema, context
     sa.UniqueConstraint("run_id", "pause_seq", "call_id", name="uq_requests_run_pause_call"),
     sa.Index("ix_requests_run_status", "run_id", "pause_seq", "status"),
     sa.Index("ix_requests_status_expires", "status", "expires_at"),

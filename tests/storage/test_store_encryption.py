@@ -126,8 +126,9 @@ async def test_rotation_with_two_keys(make_store: StoreFactory) -> None:
     request_id = await _secret_run(old)
     both = await make_store(encryption_keys=[KEY_B, KEY_A])  # new key first
     await _check_readable(both, request_id)
-    # state, arguments, edited arguments, reason, and the audit detail quoting the reason
-    assert await both.reencrypt(batch=1) == 5
+    # state, request text, arguments, edited arguments, reason, and the audit detail quoting
+    # the reason
+    assert await both.reencrypt(batch=1) == 6
     new_only = await make_store(encryption_keys=[KEY_B])
     await _check_readable(new_only, request_id)
     with pytest.raises(EncryptionKeyError):
@@ -187,3 +188,42 @@ async def test_webhook_secrets_are_encrypted_and_rotate(make_store: StoreFactory
     only_new = await make_store(encryption_keys=[KEY_B])
     key = await api_ops.get_key(only_new.db, "ci")
     assert key is not None and key.webhook_secret == secret
+
+
+async def test_api_titles_and_context_are_encrypted(make_store: StoreFactory) -> None:
+    """Security round two, finding 9: an API request's title (the run's request text and its
+    spec) and its context (where the OpenAI Agents adapter keeps the conversation) are stored
+    encrypted when the store has keys, and read back as written."""
+    from datetime import UTC, datetime, timedelta
+
+    from store import api as api_ops
+    from store.api import NewApiRequest
+
+    store = await make_store(encryption_keys=[KEY_A])
+    await store.upgrade()
+    title, said = "Refund order 7731 for jane@example.com", "the customer said: my PIN is 4412"
+    new = NewApiRequest(
+        key_name="agents",
+        kind="approval",
+        tool_name="refund",
+        title=title,
+        arguments={},
+        spec={"description": title, "context": {"conversation": said}},
+        channel_id="C1",
+        thread_ts=None,
+        requester=None,
+        approvers=[],
+        allow_self_approval=True,
+        expires_at=datetime.now(UTC) + timedelta(hours=1),
+        idempotency_key=None,
+        callback_url=None,
+    )
+    request_id, created = await api_ops.create_request(store.db, new)
+    assert created
+    raw = await _raw_rows(store)
+    assert title not in raw and said not in raw
+    request = await store.get_request(request_id)
+    assert request is not None and request.api_spec is not None
+    assert request.api_spec["context"] == {"conversation": said}
+    run = await store.get_run(request.run_id)
+    assert run is not None and run.request_text == title
