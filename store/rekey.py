@@ -11,13 +11,22 @@ import sqlalchemy as sa
 
 from store import crypto
 from store.db import Database
-from store.schema import api_keys, approval_requests, audit_events, runs
+from store.schema import (
+    api_keys,
+    approval_requests,
+    audit_events,
+    runs,
+    slack_intake,
+    slack_outbox,
+)
 
 ENCRYPTED_COLUMNS: dict[sa.Table, tuple[str, ...]] = {
     runs: ("state",),
     approval_requests: ("arguments", "edited_arguments", "output", "reason"),
     audit_events: ("detail",),
     api_keys: ("webhook_secret",),
+    slack_intake: ("payload",),
+    slack_outbox: ("payload",),
 }
 
 
