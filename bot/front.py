@@ -21,6 +21,7 @@ from bot.service import Service
 from bot.slack.home_refresh import HomeRefresher
 from bot.slack.http import MAX_BODY_BYTES, bolt_request
 from bot.slack.middleware import ReplayGuard
+from bot.slack.outbox import OutboxDispatcher
 from bot.slack.startup import NOT_CONNECTED, WorkspaceIdentity
 from store import Store
 
@@ -41,6 +42,8 @@ class Bot:
     api: ApiFront | None = None
     homes: HomeRefresher | None = None
     """App Home refreshes (the presenter's), for listeners."""
+    dispatcher: OutboxDispatcher | None = None
+    """Sends the outbox's rows to Slack (started and stopped with the bot)."""
     drives_runs: bool = True
     """False on a front whose runs are driven by workers (`sayso run` with its embedded
     worker, `--no-worker`): it hands runs off and leaves sweeping to the workers."""
@@ -57,6 +60,8 @@ class Bot:
     async def start(self) -> None:
         """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)."""
         await self.store.upgrade()
+        if self.dispatcher is not None:
+            await self.dispatcher.start()
         await self.identity.start()  # the process starts even when Slack does not answer
         if not self.service.settings.default_approvers and not self.service.agents.names_approvers:
             log.warning(
@@ -83,6 +88,8 @@ class Bot:
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
         await self.service.close()
+        if self.dispatcher is not None:
+            await self.dispatcher.stop()
         await self.store.close()
 
     def web_app(self, *, slack_events: bool = True) -> web.Application:

@@ -213,7 +213,7 @@ class RowSender:
         happened without an answer: a stream start cannot be looked up)."""
         text = str(row.payload.get("markdown_text") or "")
         final = bool(row.payload.get("final"))
-        if row.progress == -1 or (row.ts is None and (row.unsure or row.progress == -2)):
+        if row.progress == -1 or (row.ts is None and (row.unsure or row.progress < 0 or final)):
             if row.progress != -1 and not final:
                 return None, -2
             return await self._message(row, claimed_at), -1
