@@ -66,6 +66,8 @@ def request_state(request: ApprovalRequestRecord) -> RequestState:
         created_at=request.created_at,
         expires_at=request.expires_at,
         context=(request.api_spec or {}).get("context"),
+        channel=request.channel_id,
+        message_ts=request.message_ts,
     )
 
 
