@@ -140,8 +140,8 @@ async def main(args: argparse.Namespace) -> None:
         return
     bot = build_bot(settings, agents)
     embedded = EmbeddedWorker(settings, agents) if args.role == "both" else None
-    if embedded is not None:  # as bot.serve.serve (`sayso run`)
-        bot.hand_runs_to_workers(embedded.wake)
+    if embedded is not None:  # as bot.serve.serve (`sayso run`): one outbox dispatcher
+        embedded.attach(bot)
     elif args.role == "front":  # as `sayso run --no-worker`: NOTIFY wakes the workers
         bot.hand_runs_to_workers(lambda run_id: None)
     stop = stop_on_signals()
@@ -150,7 +150,8 @@ async def main(args: argparse.Namespace) -> None:
         await embedded.start()
 
     def busy() -> int:
-        return len(bot.service.tasks) + int(embedded is not None and embedded.busy)
+        outbox = bot.dispatcher.stats.pending if bot.dispatcher is not None else 0
+        return len(bot.service.tasks) + int(embedded is not None and embedded.busy) + outbox
 
     app = bot.web_app()
     bench_routes(app, busy)

@@ -126,6 +126,10 @@ def serve(argv: list[str]) -> None:
         parser.add_argument(flag, required=True)
     parser.add_argument("--sweep-interval", type=float, default=10.0)
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--role", default="both")
+    parser.add_argument("--concurrency", type=int, default=None)
+    parser.add_argument("--shared-slack-session", action="store_true")
+    parser.add_argument("--shutdown-grace", type=float, default=20.0)
     asyncio.run(bot_server.main(parser.parse_args(argv)))
 
 

@@ -30,4 +30,4 @@ class PostedRecorder:
             run = await self.store.get_run(request.run_id) if request else None
             if run is not None and run.thread_ts is None and row.thread_ts is None:
                 await self.store.set_thread(run.id, row.channel, ts)
-            log.info("event=card_posted request_id=%s ts=%s", ident, ts)
+            log.debug("event=card_posted request_id=%s ts=%s", ident, ts)
