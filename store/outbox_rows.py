@@ -71,9 +71,12 @@ def claim_free(now: datetime) -> sa.ColumnElement[bool]:
     return sa.or_(ob.c.claim_token.is_(None), ob.c.claim_expires_at < now)
 
 
+_WAITED = ob.alias("waited")
+
+
 def _waits_for(column: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
     """The row named by `column` exists, is not given up, and has no ts yet."""
-    other = ob.alias("waited")
+    other = _WAITED  # one alias for every query: SQLAlchemy caches the compiled statement
     return sa.exists().where(other.c.key == column, other.c.ts.is_(None), other.c.state == PENDING)
 
 
