@@ -12,11 +12,12 @@ import logging
 import uuid
 from collections import OrderedDict
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent.schema_tool import API_AGENT_PREFIX
 from bot.service.ports import (
     STATUS,
     Answered,
@@ -98,7 +99,7 @@ class SlackPresenter:
         """A message in the run's thread (a row: `key` makes it once)."""
         if not run.channel_id:
             return
-        await self.writes.message(key, run.channel_id, message, thread_ts=run.thread_ts)
+        await self.writes.message(key, run.channel_id, message, **_thread(run))
 
     # -- the presentation port (bot/service/ports.py) ----------------------------------------
 
@@ -197,7 +198,7 @@ class SlackPresenter:
         card = card_info(request, run, self.agents)
         message = cards.request_card(card)
         if channel == run.channel_id:
-            await self.writes.message(key, channel, message, thread_ts=run.thread_ts)
+            await self.writes.message(key, channel, message, **_thread(run))
             return None
         await self.writes.message(key, channel, message)
         link = messages.card_elsewhere(card, channel, None)
@@ -296,12 +297,10 @@ class SlackPresenter:
             previous = await stream.finish(posted[0])
         else:
             previous = f"answer:{run.id}:final"
-            await self.writes.message(previous, run.channel_id, posted[0], thread_ts=run.thread_ts)
+            await self.writes.message(previous, run.channel_id, posted[0], **_thread(run))
         for n, message in enumerate(posted[1:], start=1):
             key = f"{previous.split('+')[0]}+{n}"
-            await self.writes.message(
-                key, run.channel_id, message, thread_ts=run.thread_ts, after=previous
-            )
+            await self.writes.message(key, run.channel_id, message, after=previous, **_thread(run))
             previous = key
 
     async def post_failure(self, run: RunRecord, error: str) -> None:
@@ -321,6 +320,20 @@ def root_with_checklist(run: RunRecord) -> dict[str, Any]:
     if info.activity is not None and len(steps) > 1:
         info = replace(info, activity=checklist(steps))
     return messages.root_message(info)
+
+
+class _Thread(TypedDict, total=False):
+    thread_ts: str | None
+    thread_key: str | None
+
+
+def _thread(run: RunRecord) -> _Thread:
+    """Where the run's messages go: its thread, or (a record read before its root message's
+    ts was saved) after its root row, whose ts the outbox fills in. An API request's run has no
+    root row: its card is the thread."""
+    if run.thread_ts or run.agent_id.startswith(API_AGENT_PREFIX):
+        return _Thread(thread_ts=run.thread_ts)
+    return _Thread(thread_key=f"root:{run.id}")
 
 
 def _unique() -> str:

@@ -53,6 +53,7 @@ def durable(tmp_path: Path, db_url: str) -> Durable:
         await sandbox.start(host="127.0.0.1", port=0)
         h = Harness(tmp_path, sandbox, model, db_url)
         h.settings_overrides["sayso_rate_limit"] = "off"
+        h.settings_overrides["sayso_lease_seconds"] = 30  # as deployed (e2e: 3 s, for recovery)
         try:
             await h.start_bot()
             yield h
