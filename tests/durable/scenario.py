@@ -28,11 +28,16 @@ class Clicks:
     last_at: float = 0.0
 
 
-async def start_runs(h: Harness, asks: list[tuple[str, str]], within: float = 60) -> list[Card]:
-    """One run per (person, channel); returns the cards once every one is shown."""
+async def start_runs(
+    h: Harness, asks: list[tuple[str, str]], within: float = 60, gap: float = 0.0
+) -> list[Card]:
+    """One run per (person, channel), `gap` seconds apart; the cards once every one is shown.
+    (A run's root message is posted at once, outside the outbox's pacing: a burst of commands
+    in one channel meets Slack's 1/s per channel with the Web client's own retries only.)"""
     for user, channel in asks:
         delivery = await h.sandbox.slash_command(user, ASK, channel=channel)
         assert delivery.ok, delivery
+        await asyncio.sleep(gap)
     channels = sorted({c for _, c in asks})
     await h.sandbox.wait_for(lambda sb: len(cards(h, channels)) == len(asks), timeout=within)
     return cards(h, channels)

@@ -26,7 +26,7 @@ READS = ("users.info", "auth.test", "conversations.info", "conversations.members
 async def test_thirty_runs_under_slacks_limits_converge_with_few_429s(durable: Durable) -> None:
     async with durable(rate_limits=True) as h:
         asks = [(PEOPLE[i % 6], CHANNELS[i % 5]) for i in range(30)]
-        shown = await start_runs(h, asks, within=120)
+        shown = await start_runs(h, asks, within=120, gap=0.3)
         await h.idle()
         before = sum(h.sandbox.limits.ratelimited.values())
         started = time.monotonic()
