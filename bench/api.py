@@ -10,7 +10,9 @@ generator, which is also the webhook receiver. Each task: POST /v1/requests (wit
 callback_url) -> GET /v1/requests/{id}?wait=30 -> a signed Approve click on the card, as Slack
 sends it -> the long-poll answers -> the webhook arrives. Measured:
 
-- create: POST /v1/requests latency (the card is posted to Slack before it answers);
+- create: POST /v1/requests latency (it answers once the request is durable; the outbox posts
+  the card after);
+- card: from the POST to the card's `message_ts` seen with GET (polled every 50 ms);
 - decision -> waiting agent: the decision's `decided_at` (bot clock) -> the long-poll's answer
   received (this process's clock; same machine);
 - decision -> webhook: `decided_at` -> the webhook received;
@@ -102,6 +104,11 @@ async def task(
             out["failures"].append(f"create {resp.status} {created}")
             return
     out["create"].append(time.perf_counter() - t0)
+    while not created.get("message_ts"):  # the card: posted by the outbox after the 201
+        await asyncio.sleep(0.05)
+        async with session.get(f"{bot}/v1/requests/{created['id']}") as resp:
+            created["message_ts"] = (await resp.json()).get("message_ts")
+    out.setdefault("card", []).append(time.perf_counter() - t0)
     poll = asyncio.create_task(
         session.get(f"{bot}/v1/requests/{created['id']}", params={"wait": "30"})
     )
@@ -238,6 +245,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "concurrency": args.concurrency,
         "tasks": args.tasks,
         "create_ms": _ms(out["create"]),
+        "card_shown_ms": _ms(out.get("card", [])),
         "decision_to_waiter_ms": _ms(out["wake"]),
         "decision_to_webhook_ms": _ms(webhook),
         "webhooks_received": len(webhook),

@@ -271,7 +271,7 @@ async def main(args: argparse.Namespace) -> None:
         return
     bot = build_bot(settings, agents)
     embedded = EmbeddedWorker(settings, agents) if args.role == "both" else None
-    if embedded is not None:  # as bot.serve.serve (`sayso run`)
+    if embedded is not None:  # as bot.serve.serve (`sayso run`): one outbox dispatcher
         embedded.attach(bot)
     elif args.role == "front":  # as `sayso run --no-worker`: NOTIFY wakes the workers
         bot.hand_runs_to_workers(lambda run_id: None)
@@ -280,7 +280,7 @@ async def main(args: argparse.Namespace) -> None:
     if embedded is not None:
         await embedded.start()
 
-    def busy() -> int:
+    def busy() -> int:  # the outbox's last rows go out within the App Home window after it
         return len(bot.service.tasks) + int(embedded is not None and embedded.busy)
 
     app = bot.web_app()

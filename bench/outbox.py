@@ -7,7 +7,7 @@ to converge after an outage with 100 decisions pending.
 A decision here is what the presenter will put for it (issue 22's target of at most 4 calls):
 the card's update, the root message's status (three changes, coalesced), and the answer in the
 thread. The roots and cards exist beforehand (posted through the outbox too). `--replicas 2`
-runs two dispatchers on PostgreSQL (SAYSO_TEST_POSTGRES_URL), each with `share=0.95/2`.
+runs two dispatchers on PostgreSQL (SAYSO_TEST_POSTGRES_URL): one sends, the other stands by.
 """
 
 from __future__ import annotations
@@ -106,7 +106,6 @@ async def run(decisions: int, outage: float, replicas: int) -> dict[str, Any]:
             box,
             AsyncWebClient(base_url=sandbox.api_url, token=TOKEN),
             owner=f"replica{i}",
-            share=0.95 / replicas,
             call_timeout=5.0,
             lease_seconds=30.0,
         )

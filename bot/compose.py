@@ -24,7 +24,9 @@ from store import Store
 if TYPE_CHECKING:
     from bot.front import Bot
     from bot.mcp.http import McpHttp
+    from bot.slack.outbox import OutboxDispatcher
     from bot.slack.presenter import SlackPresenter
+    from store.outbox import Outbox
 
 log = logging.getLogger("sayso")
 
@@ -70,6 +72,22 @@ def build_store(settings: Settings) -> Store:
     )
 
 
+def build_outbox(store: Store) -> Outbox:
+    """The process's one outbox repository (every Slack write is a row of it)."""
+    from store.outbox import Outbox
+
+    return Outbox(store.db)
+
+
+def build_dispatcher(store: Store, outbox: Outbox, client: AsyncWebClient) -> OutboxDispatcher:
+    """The process's one outbox dispatcher (one of them sends at a time: the sender lease).
+    Its `stats` are the metrics: pending, oldest_seconds, ratelimited by method."""
+    from bot.slack.outbox import OutboxDispatcher
+    from bot.slack.posted import PostedRecorder
+
+    return OutboxDispatcher(outbox, client, owner=store.replica_id, on_posted=PostedRecorder(store))
+
+
 def build_service(
     settings: Settings,
     agents: AgentRegistry,
@@ -81,7 +99,7 @@ def build_service(
     from bot.slack.directory import SlackDirectory
     from bot.slack.presenter import SlackPresenter
 
-    presenter = presenter or SlackPresenter(client, agents)
+    presenter = presenter or SlackPresenter(client, agents, build_outbox(store))
     service = Service(store, agents, SlackDirectory(client), presenter, service_settings(settings))
     presenter.attach(service)  # App Home reads the inbox through the facade
     if settings.sayso_policy:
@@ -108,14 +126,17 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
     from bot.api.front import ApiFront
     from bot.front import Bot
     from bot.slack.app import build_app
+    from bot.slack.listeners.common import use_outbox
     from bot.slack.presenter import SlackPresenter
     from bot.slack.startup import WorkspaceIdentity
 
     install_log_scrubbing()  # whoever embeds the bot, its log lines carry no secrets
     client = web_client(settings)
     store = store or build_store(settings)
-    presenter = SlackPresenter(client, agents)
+    outbox = build_outbox(store)
+    presenter = SlackPresenter(client, agents, outbox)
     service = build_service(settings, agents, store, client, presenter)
+    use_outbox(client, outbox)  # listeners' ephemerals are rows too
     identity = WorkspaceIdentity(client, service)
     app, replay_guard = build_app(settings, client, service, identity, presenter.homes)
     api = ApiFront(
@@ -133,4 +154,5 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         identity=identity,
         api=api,
         homes=presenter.homes,
+        dispatcher=build_dispatcher(store, outbox, client),
     )

@@ -23,6 +23,7 @@ from bot.slack.http import MAX_BODY_BYTES, bolt_request
 from bot.slack.intake import close_intake
 from bot.slack.intake_replay import IntakeReplayer
 from bot.slack.middleware import ReplayGuard
+from bot.slack.outbox import OutboxDispatcher
 from bot.slack.startup import NOT_CONNECTED, WorkspaceIdentity
 from store import Store
 from store.intake import Intake
@@ -44,6 +45,8 @@ class Bot:
     api: ApiFront | None = None
     homes: HomeRefresher | None = None
     """App Home refreshes (the presenter's), for listeners."""
+    dispatcher: OutboxDispatcher | None = None
+    """Sends the outbox's rows to Slack (started and stopped with the bot)."""
     drives_runs: bool = True
     """False on a front whose runs are driven by workers (`sayso run` with its embedded
     worker, `--no-worker`): it hands runs off and leaves sweeping to the workers."""
@@ -63,6 +66,8 @@ class Bot:
         """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)
         and the intake replayer."""
         await self.store.upgrade()
+        if self.dispatcher is not None:
+            await self.dispatcher.start()
         await self.identity.start()  # the process starts even when Slack does not answer
         if not self.service.settings.default_approvers and not self.service.agents.names_approvers:
             log.warning(
@@ -101,6 +106,8 @@ class Bot:
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
         await self.service.close()
+        if self.dispatcher is not None:
+            await self.dispatcher.stop()
         await self.store.close()
 
     def web_app(self, *, slack_events: bool = True) -> web.Application:

@@ -22,12 +22,23 @@ async def cancel_from_cli(store: Store, settings: Settings, run_id: str) -> int:
     if settings.slack_bot_token is None:
         print("SLACK_BOT_TOKEN is not set: its cards in Slack keep their buttons until clicked")
         return 0
-    from bot.compose import web_client
+    from bot.compose import build_dispatcher, build_outbox, web_client
     from bot.serve import load_agents
     from bot.service.control import show_cancelled
     from bot.service.presenting import SafePresenter
     from bot.slack.presenter import SlackPresenter
 
-    presenter = SlackPresenter(web_client(settings), load_agents(settings.sayso_agents))
+    client = web_client(settings)
+    outbox = build_outbox(store)
+    presenter = SlackPresenter(client, load_agents(settings.sayso_agents), outbox)
     await show_cancelled(SafePresenter(presenter), done, OPERATOR)
+    # the rows are durable: a running bot sends them; this one helps when none is running
+    dispatcher = build_dispatcher(store, outbox, client)
+    await dispatcher.start()
+    try:
+        await dispatcher.drain(timeout=10.0)
+    except AssertionError:
+        print("Slack did not take every update yet: a running sayso sends them")
+    finally:
+        await dispatcher.stop()
     return 0

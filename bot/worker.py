@@ -28,11 +28,14 @@ from bot.config import Settings
 from bot.service.events import PolicyReloaded
 
 if TYPE_CHECKING:
+    from slack_sdk.web.async_client import AsyncWebClient
+
     from bot.front import Bot
     from bot.service import Service
     from bot.service.notifier import RequestNotifier
     from bot.service.registry import AgentRegistry
-    from store import ApprovalRequestRecord
+    from bot.slack.outbox import OutboxDispatcher
+    from store import ApprovalRequestRecord, Store
 
 log = logging.getLogger("sayso.worker")
 
@@ -135,22 +138,28 @@ async def run_worker(
     *,
     upgrade: bool = True,
     on_started: Callable[[Worker], None] | None = None,
+    outbox_waker: Callable[[str | None], None] | None = None,
 ) -> None:
-    """A worker with its own Store and Slack client, on the running event loop, until `stop`."""
+    """A worker with its own Store and Slack client, on the running event loop, until `stop`.
+
+    Its Slack writes are outbox rows: sent by its own dispatcher, or (`outbox_waker`, the
+    embedded worker of `sayso run`) by its front's, woken in-process after each put."""
     from bot.agent.scrub import install_log_scrubbing
     from bot.api.webhooks import WebhookSender
-    from bot.compose import build_service, build_store, web_client
+    from bot.compose import build_store, web_client
 
     install_log_scrubbing()  # `sayso worker` never builds a bot: its logs are scrubbed too
     client = web_client(settings)
     store = build_store(settings)
-    service = build_service(settings, agents, store, client)
+    service, dispatcher = _service_and_dispatcher(settings, agents, store, client, outbox_waker)
     # The sweep runs here, not on the fronts: the API requests it expires get the first attempt
     # of their webhooks from here; the fronts make the retries (each attempt is claimed first).
     webhooks = WebhookSender(service.api)
     try:
         if upgrade:
             await store.upgrade()
+        if dispatcher is not None:
+            await dispatcher.start()
         try:
             auth = await client.auth_test()
             service.workspace_team_id = auth.get("team_id")
@@ -171,6 +180,8 @@ async def run_worker(
         finally:
             await webhooks.stop()
     finally:
+        if dispatcher is not None:
+            await dispatcher.stop()
         await store.close()
 
 
@@ -185,6 +196,24 @@ def _observe(worker: Worker, client: Any, settings: Settings) -> None:
     metrics.runs_in_flight.set_function(lambda: worker.runs_in_flight)
     metrics.watch_store(worker.service.store.db)
     metrics_http.count_slack_errors(client)
+
+
+def _service_and_dispatcher(
+    settings: Settings,
+    agents: AgentRegistry,
+    store: Store,
+    client: AsyncWebClient,
+    outbox_waker: Callable[[str | None], None] | None,
+) -> tuple[Service, OutboxDispatcher | None]:
+    from bot.compose import build_dispatcher, build_outbox, build_service
+    from bot.slack.presenter import SlackPresenter
+
+    outbox = build_outbox(store)
+    service = build_service(settings, agents, store, client, SlackPresenter(client, agents, outbox))
+    if outbox_waker is not None:
+        outbox.subscribe(outbox_waker)
+        return service, None
+    return service, build_dispatcher(store, outbox, client)
 
 
 class EmbeddedWorker:
@@ -203,6 +232,7 @@ class EmbeddedWorker:
         self._error: BaseException | None = None
         self._front_loop: asyncio.AbstractEventLoop | None = None
         self._front_notifier: RequestNotifier | None = None
+        self._front_outbox_wake: Callable[[str | None], None] | None = None
 
     def attach(self, bot: Bot) -> None:
         """Make `bot` this worker's front, as `sayso run` does: it hands its runs here (woken
@@ -212,6 +242,8 @@ class EmbeddedWorker:
         bot.hand_runs_to_workers(self.wake)
         bot.service.subscribe(PolicyReloaded, lambda _: self.reload_policy())
         self._front_notifier = bot.service.api.notifier
+        if bot.dispatcher is not None:  # one dispatcher per process: the front's sends ours
+            self._front_outbox_wake = bot.dispatcher.wake
 
     @property
     def busy(self) -> bool:
@@ -274,7 +306,20 @@ class EmbeddedWorker:
             self._worker = worker
             self._started.set()
 
-        await run_worker(self.settings, self.agents, self._stop, upgrade=False, on_started=started)
+        await run_worker(
+            self.settings,
+            self.agents,
+            self._stop,
+            upgrade=False,
+            on_started=started,
+            outbox_waker=self._wake_front_outbox if self._front_outbox_wake else None,
+        )
+
+    def _wake_front_outbox(self, key: str | None) -> None:
+        loop, wake = self._front_loop, self._front_outbox_wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(wake, key)
 
     async def _settled(self, request: ApprovalRequestRecord) -> None:
         loop, notifier = self._front_loop, self._front_notifier

@@ -41,16 +41,29 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.util import utcnow
-from store.db import Database, insert_ignore
+from store.db import Database
 from store.notify import ChannelListener
+from store.outbox_rows import (
+    DROPPED,
+    FAILED,
+    KINDS,
+    PENDING,
+    SENT,
+    OutboxRow,
+    aware,
+    claim_free,
+    due,
+    held,
+    insert_ignore_key,
+    outbox_row,
+)
 from store.schema import slack_outbox as ob
 from store.schema import slack_senders
 
@@ -58,87 +71,6 @@ log = logging.getLogger("sayso.store")
 
 CHANNEL = "sayso_outbox"
 """PostgreSQL NOTIFY channel: an outbox row became due (the payload is its key)."""
-
-KINDS = ("message", "ephemeral", "home", "stream")
-PENDING, SENT, DROPPED, FAILED = "pending", "sent", "dropped", "failed"
-
-
-@dataclass(frozen=True)
-class OutboxRow:
-    """A claimed row: everything the dispatcher needs to send its latest version."""
-
-    key: str
-    kind: str
-    team_id: str | None
-    channel: str | None
-    thread_ts: str | None  # resolved from `thread_key` when the row names one
-    thread_key: str | None
-    user_id: str | None
-    payload: dict[str, Any]
-    version: int
-    sent_version: int
-    ts: str | None
-    progress: int
-    unsure: bool
-    attempts: int
-    expires_at: datetime | None
-    created_at: datetime
-    claim_token: str | None
-    claim_expires_at: datetime | None
-    state: str = PENDING
-    last_error: str | None = None
-
-
-def _row(m: Any, thread_ts: str | None = None) -> OutboxRow:
-    return OutboxRow(
-        key=m["key"],
-        kind=m["kind"],
-        team_id=m["team_id"],
-        channel=m["channel"],
-        thread_ts=thread_ts or m["thread_ts"],
-        thread_key=m["thread_key"],
-        user_id=m["user_id"],
-        payload=dict(m["payload"] or {}),
-        version=m["version"],
-        sent_version=m["sent_version"],
-        ts=m["ts"],
-        progress=m["progress"],
-        unsure=bool(m["unsure"]),
-        attempts=m["attempts"],
-        expires_at=m["expires_at"],
-        created_at=m["created_at"],
-        claim_token=m["claim_token"],
-        claim_expires_at=m["claim_expires_at"],
-        state=m["state"],
-        last_error=m["last_error"],
-    )
-
-
-def _free(now: datetime) -> sa.ColumnElement[bool]:
-    return sa.or_(ob.c.claim_token.is_(None), ob.c.claim_expires_at < now)
-
-
-def _waits_for(column: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
-    """The row named by `column` exists, is not given up, and has no ts yet."""
-    other = ob.alias("waited")
-    return sa.exists().where(other.c.key == column, other.c.ts.is_(None), other.c.state == PENDING)
-
-
-def _due(now: datetime) -> sa.ColumnElement[bool]:
-    return sa.and_(
-        ob.c.state == PENDING,
-        ob.c.next_attempt_at <= now,
-        _free(now),
-        sa.or_(ob.c.expires_at.is_(None), ob.c.expires_at > now),
-        ~_waits_for(ob.c.thread_key),
-        ~_waits_for(ob.c.after_key),
-    )
-
-
-def _ours(key: str, claim: str | None) -> sa.ColumnElement[bool]:
-    if claim is None:
-        return ob.c.key == key
-    return sa.and_(ob.c.key == key, ob.c.claim_token == claim)
 
 
 class Outbox:
@@ -218,7 +150,7 @@ class Outbox:
         seen = (await conn.execute(query)).first()
         if seen is None:
             inserted = await conn.execute(
-                _insert_ignore(self.db).values(
+                insert_ignore_key(self.db).values(
                     key=key,
                     state=PENDING,
                     payload=body,
@@ -278,7 +210,7 @@ class Outbox:
         now = now or utcnow()
         expires = now + timedelta(seconds=lease_seconds)
         query = (
-            sa.select(ob).where(_due(now)).order_by(ob.c.next_attempt_at, ob.c.created_at)
+            sa.select(ob).where(due(now)).order_by(ob.c.next_attempt_at, ob.c.created_at)
         ).limit(limit)
         if self.db.is_postgres:
             query = query.with_for_update(skip_locked=True, of=ob)
@@ -291,7 +223,7 @@ class Outbox:
                 unsure = bool(r.unsure) or (r.ts is None and r.kind in ("message", "stream"))
                 written = await conn.execute(
                     ob.update()
-                    .where(ob.c.key == r.key, ob.c.version == r.version, _free(now))
+                    .where(ob.c.key == r.key, ob.c.version == r.version, claim_free(now))
                     .values(claim_token=token, claim_expires_at=expires, unsure=unsure)
                 )
                 if written.rowcount != 1:
@@ -299,7 +231,7 @@ class Outbox:
                 m = dict(r._mapping)
                 m.update(claim_token=token, claim_expires_at=expires)
                 # `unsure` as it was before this claim: did an earlier attempt maybe post?
-                claimed.append(_row(m, threads.get(r.thread_key or "")))
+                claimed.append(outbox_row(m, threads.get(r.thread_key or "")))
         if claimed:
             log.debug("event=outbox_claimed owner=%s rows=%d", owner, len(claimed))
         return claimed
@@ -342,7 +274,7 @@ class Outbox:
         if progress is not None:
             values["progress"] = progress
         async with self.db.write() as conn:
-            result = await conn.execute(ob.update().where(_ours(key, claim)).values(**values))
+            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
             if result.rowcount != 1 and ts is not None:  # our claim lapsed: keep the fact
                 await conn.execute(
                     ob.update().where(ob.c.key == key).values(ts=sa.func.coalesce(ob.c.ts, ts))
@@ -377,7 +309,7 @@ class Outbox:
         else:
             values["next_attempt_at"] = retry_at
         async with self.db.write() as conn:
-            result = await conn.execute(ob.update().where(_ours(key, claim)).values(**values))
+            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
         return result.rowcount == 1
 
     async def adopt(
@@ -393,7 +325,7 @@ class Outbox:
         if progress is not None:
             values["progress"] = progress
         async with self.db.write() as conn:
-            result = await conn.execute(ob.update().where(_ours(key, claim)).values(**values))
+            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
         return result.rowcount == 1
 
     async def drop(self, key: str, reason: str, *, claim: str | None = None) -> bool:
@@ -401,7 +333,7 @@ class Outbox:
         async with self.db.write() as conn:
             result = await conn.execute(
                 ob.update()
-                .where(_ours(key, claim))
+                .where(held(key, claim))
                 .values(
                     state=DROPPED,
                     claim_token=None,
@@ -415,7 +347,7 @@ class Outbox:
     async def drop_expired(self, now: datetime | None = None) -> list[str]:
         """Give up pending rows past their expiry (state `dropped`); returns their keys."""
         now = now or utcnow()
-        cond = sa.and_(ob.c.state == PENDING, ob.c.expires_at <= now, _free(now))
+        cond = sa.and_(ob.c.state == PENDING, ob.c.expires_at <= now, claim_free(now))
         async with self.db.write() as conn:
             keys = list((await conn.scalars(sa.select(ob.c.key).where(cond))).all())
             if keys:
@@ -434,7 +366,7 @@ class Outbox:
         now = utcnow()
         expires = now + timedelta(seconds=lease_seconds)
         async with self.db.write() as conn:
-            statement = _insert_ignore(self.db, slack_senders, "scope")
+            statement = insert_ignore_key(self.db, slack_senders, "scope")
             inserted = await conn.execute(
                 statement.values(scope=scope, owner=owner, expires_at=expires)
             )
@@ -464,7 +396,7 @@ class Outbox:
     async def get(self, key: str) -> OutboxRow | None:
         async with self.db.read() as conn:
             row = (await conn.execute(sa.select(ob).where(ob.c.key == key))).first()
-        return _row(row._mapping) if row else None
+        return outbox_row(row._mapping) if row else None
 
     async def ts_of(self, key: str) -> str | None:
         """The Slack ts of the row's message once posted (None before)."""
@@ -488,7 +420,7 @@ class Outbox:
             )
         if oldest is None:
             return 0.0
-        return max(0.0, (now - _aware(oldest)).total_seconds())
+        return max(0.0, (now - aware(oldest)).total_seconds())
 
     async def next_due_in(self, now: datetime | None = None) -> float | None:
         """Seconds until the earliest pending row is due (None when nothing is pending)."""
@@ -499,7 +431,7 @@ class Outbox:
             )
         if at is None:
             return None
-        return max(0.0, (_aware(at) - now).total_seconds())
+        return max(0.0, (aware(at) - now).total_seconds())
 
     async def purge(self, older_than: timedelta) -> int:
         """Delete rows with nothing left to send, unchanged for `older_than`."""
@@ -543,11 +475,4 @@ class Outbox:
                 log.exception("event=outbox_wake_failed key=%s", key)
 
 
-def _aware(value: Any) -> datetime:
-    """min() over a SQLite column loses its type (naive UTC text); PostgreSQL keeps it."""
-    at = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-
-
-def _insert_ignore(db: Database, table: sa.Table = ob, key: str = "key") -> Any:
-    return insert_ignore(db, table).on_conflict_do_nothing(index_elements=[key])
+__all__ = ["CHANNEL", "DROPPED", "FAILED", "KINDS", "PENDING", "SENT", "Outbox", "OutboxRow"]

@@ -20,6 +20,8 @@ from store.schema import (
     approval_requests,
     audit_events,
     runs,
+    slack_intake,
+    slack_outbox,
     webhook_deliveries,
 )
 
@@ -32,6 +34,8 @@ ENCRYPTED_COLUMNS: dict[sa.Table, tuple[str, ...]] = {
     api_keys: ("webhook_secret",),
     api_requests: ("callback_url",),
     webhook_deliveries: ("url",),
+    slack_intake: ("payload",),
+    slack_outbox: ("payload",),
 }
 
 

@@ -197,6 +197,10 @@ class RequestState(BaseModel):
     context: dict[str, Any] | None = Field(
         default=None, description="The request's `context`, as it was created."
     )
+    channel: str | None = None
+    message_ts: str | None = Field(
+        default=None, description="The card's ts once Slack shows it (the 201 comes before)."
+    )
     receipt: dict[str, Any] | None = Field(
         default=None,
         description=(

@@ -90,6 +90,8 @@ def request_state(
         created_at=request.created_at,
         expires_at=request.expires_at,
         context=(request.api_spec or {}).get("context"),
+        channel=request.channel_id,
+        message_ts=request.message_ts,
         receipt=receipt_of(request, signer),
     )
 

@@ -119,7 +119,9 @@ def history(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def conversations_info(sb: SandboxCore, args: dict[str, Any]) -> dict[str, Any]:
-    channel = existing_channel(sb, args)
+    """A channel the bot could post in is one it can see (chat.postMessage makes any C… id a
+    channel here): the same answer, so checking a channel before posting agrees with posting."""
+    channel = resolve_channel(sb, args.get("channel"))
     return {"ok": True, "channel": sb.ws.channels[channel]}
 
 

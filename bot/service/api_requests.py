@@ -12,9 +12,8 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from bot.agent.schema_tool import API_AGENT_PREFIX, schema_errors_off_loop
 from bot.agent.util import utcnow
@@ -55,12 +54,6 @@ class Created:
 def new_key_secrets() -> tuple[str, str]:
     """A key token and a webhook secret, random, shown once."""
     return "sk_sayso_" + secrets.token_urlsafe(32), "whsec_" + secrets.token_urlsafe(32)
-
-
-def _slack_code(exc: Exception) -> str:
-    response: Any = getattr(exc, "response", None)
-    code = response.get("error") if response is not None and hasattr(response, "get") else None
-    return str(code or "slack_error")
 
 
 class ApiRequests:
@@ -155,6 +148,10 @@ class ApiRequests:
                 name, message = next(iter(errors.items()))
                 where = name if name == "schema" else f"arguments.{name}"
                 raise ApiRefusal("invalid", f"{where}: {message}")
+        refused = await self.show.channel_refusal(new.channel_id)
+        if refused is not None:  # Slack would never show the card there
+            log.info("event=api_card_refused key=%s error=%s", key.name, refused)
+            raise ApiRefusal(refused, f"channel: Slack refuses cards there ({refused})", slack=True)
         request_id, created = await self._create_request(new)
         found = await self._get(request_id)
         if found is None:
@@ -162,23 +159,9 @@ class ApiRequests:
         request, run = found
         if not created:
             return Created(request, False)
-        try:
-            place = await self.show.inner.post_card(run, request)  # Slack's refusal: a 422
-        except Exception as exc:
-            await api_ops.forget_request(self.store.db, request_id)
-            code = _slack_code(exc)
-            log.warning("event=api_card_refused request_id=%s error=%r", request_id, exc)
-            log.info("event=api_card_refused key=%s error=%s", key.name, code)
-            await self._audit_created(key, request, f"slack_refused:{code}"[:32])
-            raise ApiRefusal(
-                code, f"channel: Slack refused the card ({code})", slack=True
-            ) from None
-        ts = place.ts if place else None
-        if ts:
-            await self.store.set_request_message(request_id, new.channel_id, ts)
-            request = replace(request, message_ts=ts, channel_id=new.channel_id)
-            if new.thread_ts is None:  # the card's thread is the request's: replies, reminders
-                await self.store.set_thread(run.id, new.channel_id, ts)
+        # the card is an outbox row: posted by the dispatcher (through outages and rate
+        # limits); its ts becomes the request's message_ts (and the run's thread) when posted
+        await self.show.inner.post_card(run, request)
         await self._audit_created(key, request, "ok")
         log.info("event=api_request_created key=%s request_id=%s", key.name, request_id)
         return Created(request, True)

@@ -133,11 +133,17 @@ class Presenter(Protocol):
     async def run_changed(self, run: RunRecord, change: RunChange = STATUS) -> None: ...
 
     async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> CardPlace | None:
-        """A card for a new request, with its buttons."""
+        """A card for a new request, with its buttons (once per request: a card already made
+        is the card). None when its place is not known yet (it is recorded when posted)."""
         ...
 
     async def request_changed(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         """The request's card shows its current state (decided, counted, escalated...)."""
+        ...
+
+    async def channel_refusal(self, channel_id: str) -> str | None:
+        """Why a card could never be shown in `channel_id` (e.g. "channel_not_found"), or None
+        (also when that cannot be known now: the card is tried anyway)."""
         ...
 
     async def say(self, notice: Notice, run: RunRecord | None = None) -> str | None: ...

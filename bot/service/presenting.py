@@ -42,6 +42,9 @@ class SafePresenter:
     async def request_changed(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         await self._safely(self.inner.request_changed(run, request), "request_changed", run.id)
 
+    async def channel_refusal(self, channel_id: str) -> str | None:
+        return await self._safely(self.inner.channel_refusal(channel_id), "channel", None)
+
     async def say(self, notice: Notice, run: RunRecord | None = None) -> str | None:
         verb = f"say:{type(notice).__name__}"
         return await self._safely(self.inner.say(notice, run), verb, run.id if run else None)

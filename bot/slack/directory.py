@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -16,7 +17,8 @@ MEMBERS_PAGE = 200
 
 class SlackDirectory:
     """users.info, usergroups.users.list and conversations.members, each answer kept for
-    `ttl` seconds."""
+    `ttl` seconds, and used past it while Slack is unreachable (an outage must not refuse a
+    person sayso knew a minute ago; with nothing known the error is raised, never a "no")."""
 
     def __init__(self, client: AsyncWebClient, ttl: float = 60.0) -> None:
         self.client = client
@@ -31,7 +33,13 @@ class SlackDirectory:
             return hit[1]
         try:
             user = (await self.client.users_info(user=user_id))["user"]
+        except UNREACHABLE:
+            if hit is None:
+                raise
+            return hit[1]
         except SlackApiError as exc:
+            if hit is not None and _down(exc):
+                return hit[1]
             log.warning(
                 "event=users_info_failed user=%s error=%s", user_id, exc.response.get("error")
             )
@@ -52,7 +60,13 @@ class SlackDirectory:
             return hit[1]
         try:
             users = (await self.client.usergroups_users_list(usergroup=group_id))["users"]
+        except UNREACHABLE:
+            if hit is None:
+                raise
+            return hit[1]
         except SlackApiError as exc:
+            if hit is not None and _down(exc):
+                return hit[1]
             log.warning(
                 "event=usergroup_failed group=%s error=%s", group_id, exc.response.get("error")
             )
@@ -76,7 +90,13 @@ class SlackDirectory:
                 cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
                 if not cursor:
                     break
+        except UNREACHABLE:
+            if hit is None:
+                raise
+            return hit[1]
         except SlackApiError as exc:
+            if hit is not None and _down(exc):
+                return hit[1]
             log.warning(
                 "event=channel_members_failed channel=%s error=%s",
                 channel_id,
@@ -86,3 +106,12 @@ class SlackDirectory:
         found = frozenset(members)
         self._channels[channel_id] = (time.monotonic() + self.ttl, found)
         return found
+
+
+UNREACHABLE = (aiohttp.ClientError, OSError, TimeoutError)
+
+
+def _down(exc: SlackApiError) -> bool:
+    """Slack answered, but is down (5xx) or limiting us: the last answer still holds."""
+    status = int(getattr(exc.response, "status_code", 0) or 0)
+    return status >= 500 or status == 429

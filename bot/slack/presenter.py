@@ -1,15 +1,23 @@
-"""Shows runs in Slack: the root message, its thread, cards, ephemerals and App Home."""
+"""Shows runs in Slack: the root message, its thread, cards, ephemerals and App Home.
+
+Every write is an outbox row (bot/slack/writes.py), sent by the dispatcher: nothing here
+awaits Slack, except the run's first message (`open_thread`: its ts is the run's thread, and
+a channel Slack refuses must stop the run before it starts). Its row is registered around the
+direct post, so its later states (the status checklist folded in) are outbox updates.
+"""
 
 from __future__ import annotations
 
 import logging
+import uuid
+from collections import OrderedDict
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import aiohttp
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent.schema_tool import API_AGENT_PREFIX
 from bot.service.ports import (
     STATUS,
     Answered,
@@ -26,50 +34,53 @@ from bot.service.ports import (
     ToolFailed,
 )
 from bot.service.registry import AgentRegistry
-from bot.slack.blocks import cards, grants, home, messages
-from bot.slack.home_refresh import HomeRefresher
-from bot.slack.live_status import LiveStatus
-from bot.slack.render import card_info, run_info
+from bot.slack.blocks import cards, grants, messages
+from bot.slack.blocks.status import checklist, status_message
+from bot.slack.channels import ChannelCheck
+from bot.slack.home_refresh import HomeRefresher, home_builder
+from bot.slack.render import card_info, run_info, run_steps
 from bot.slack.streaming import AnswerStream
+from bot.slack.writes import Writes, tag
 from store import ApprovalRequestRecord, GrantRecord, RunRecord
+from store.outbox import Outbox
 
 if TYPE_CHECKING:
     from bot.service import Service
 
 log = logging.getLogger("sayso.slack")
 
+STATUS_DEBOUNCE = 1.0  # seconds: status changes within it are one chat.update
+REMEMBERED = 2000  # root messages whose last state is remembered (no identical re-put)
+
 
 class SlackPresenter:
-    def __init__(self, client: AsyncWebClient, agents: AgentRegistry) -> None:
+    def __init__(self, client: AsyncWebClient, agents: AgentRegistry, outbox: Outbox) -> None:
         self.client = client
         self.agents = agents
+        self.outbox = outbox
+        self.writes = Writes(outbox)
         self.homes: HomeRefresher | None = None
-        self.live = LiveStatus(client)
+        self.channels = ChannelCheck(client)
         self._streams: dict[str, AnswerStream] = {}
+        self._shown: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._session: aiohttp.ClientSession | None = None
 
     def attach(self, service: Service) -> None:
         """App Home shows the service's inbox: refreshed (coalesced) after the changes that
-        concern a person, a reaction here in Slack, never a call back from the service."""
-
-        async def home_of(user_id: str) -> dict[str, Any]:
-            inbox = await service.inbox(user_id)
-            return home.home_view(
-                [card_info(request, run, self.agents) for request, run in inbox.pending],
-                inbox.total,
-                [run_info(r) for r in inbox.recent_runs],
-                user_id=user_id,
-                total_is_lower_bound=inbox.total_is_lower_bound,
-            )
+        concern a person who opened it, a reaction here in Slack, never a call back from the
+        service."""
 
         async def publish(user_id: str, view: dict[str, Any]) -> None:
-            await self.client.views_publish(user_id=user_id, view=view)
+            await self.writes.home(service.workspace_team_id or "-", user_id, view)
 
-        self.homes = HomeRefresher(home_of, publish)
+        async def opened(user_id: str) -> bool:
+            key = f"home:{service.workspace_team_id or '-'}:{user_id}"
+            return await self.writes.exists(key)
+
+        self.homes = HomeRefresher(home_builder(service, self.agents), publish, opened)
 
     def _share_connections(self) -> None:
-        """Give the Web API client one HTTP session (on this event loop): without one,
-        slack-sdk opens and closes a session, and a TCP connection, for every call."""
+        """Give the Web API client one HTTP session (on this event loop)."""
         current = self.client.session
         if current is None or current.closed:
             self._session = aiohttp.ClientSession(
@@ -78,47 +89,72 @@ class SlackPresenter:
             self.client.session = self._session
 
     async def close(self) -> None:
-        """Cancel refreshes still waiting (coalesced App Home refreshes); close the HTTP
-        session this presenter opened (the client makes its own per call again)."""
         if self.homes is not None:
             await self.homes.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
 
-    async def _post(self, run: RunRecord, message: dict[str, Any]) -> str | None:
-        self._share_connections()
+    async def _post(self, run: RunRecord, key: str, message: dict[str, Any]) -> None:
+        """A message in the run's thread (a row: `key` makes it once)."""
         if not run.channel_id:
-            return None
-        resp = await self.client.chat_postMessage(
-            channel=run.channel_id, thread_ts=run.thread_ts, **message
-        )
-        return str(resp["ts"])
+            return
+        await self.writes.message(key, run.channel_id, message, **_thread(run))
 
     # -- the presentation port (bot/service/ports.py) ----------------------------------------
 
     async def open_thread(self, run: RunRecord, *, queued_ahead: int = 0) -> str:
-        """The message that starts the run's thread; its ts becomes the thread's. With
-        `queued_ahead`, its status says how many runs wait for a worker before it."""
+        """The message that starts the run's thread, posted now (its ts becomes the thread's;
+        Slack's refusal stops the run). Its row is held while the post is in flight and marked
+        as maybe posted, so a crash meanwhile ends in a lookup, never in a second root."""
         self._share_connections()
         if not run.channel_id:
             raise ValueError(f"run {run.id} has no channel to post its first message in")
-        resp = await self.client.chat_postMessage(
-            channel=run.channel_id,
-            **messages.root_message(replace(run_info(run), queued_ahead=queued_ahead)),
-        )
-        return str(resp["ts"])
+        key = f"root:{run.id}"
+        message = messages.root_message(replace(run_info(run), queued_ahead=queued_ahead))
+        version = await self.writes.hold(key, run.channel_id, message)
+        try:
+            resp = await self.client.chat_postMessage(
+                channel=run.channel_id, metadata=tag(key, version), **message
+            )
+        except Exception:
+            await self.outbox.drop(key, "refused")
+            raise
+        ts = str(resp["ts"])
+        await self.writes.posted(key, version, ts)
+        self._remember(key, message)
+        return ts
+
+    def _remember(self, key: str, message: dict[str, Any]) -> bool:
+        """False when `message` is what this process last put for `key`."""
+        if self._shown.get(key) == message:
+            return False
+        self._shown[key] = message
+        self._shown.move_to_end(key)
+        while len(self._shown) > REMEMBERED:
+            self._shown.popitem(last=False)
+        return True
 
     async def update_root(self, run: RunRecord) -> None:
-        """Show the run's status on its root message (not again if the live status already
-        shows exactly this)."""
-        self._share_connections()
-        if run.channel_id and run.thread_ts and run.requester is not None:
-            message = messages.root_message(run_info(run))
-            if self.live.root_shown(run.id) == message:
-                return
-            await self.client.chat_update(channel=run.channel_id, ts=run.thread_ts, **message)
-            self.live.note_root(run.id, message)
+        """The run's root message shows its status and live checklist (debounced: changes
+        within a second are one update; the newest state wins)."""
+        if not (run.channel_id and run.thread_ts and run.requester is not None):
+            return
+        key = f"root:{run.id}"
+        message = root_with_checklist(run)
+        if self._remember(key, message):
+            await self.writes.message(key, run.channel_id, message, delay=STATUS_DEBOUNCE)
+
+    async def _show_checklist(self, run: RunRecord) -> None:
+        """A follow-up run has no root of its own: its checklist is a message in the thread."""
+        if not (run.channel_id and run.thread_ts) or not run_steps(run.result):
+            return
+        key = f"status:{run.id}"
+        message = status_message(run.id, run_steps(run.result))
+        if self._remember(key, message):
+            await self.writes.message(
+                key, run.channel_id, message, thread_ts=run.thread_ts, delay=STATUS_DEBOUNCE
+            )
 
     def card_channel(self, run: RunRecord, request: ApprovalRequestRecord) -> str | None:
         """The run's thread, or the agent's channel when the run is in the requester's side
@@ -147,43 +183,64 @@ class SlackPresenter:
         elif isinstance(change, Failed):
             await self.post_failure(run, change.error)
         elif isinstance(change, Cancelled):
-            await self._post(run, messages.run_cancelled(change.by))
+            self._streams.pop(run.id, None)
+            await self._post(run, f"cancelled:{run.id}", messages.run_cancelled(change.by))
 
     async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> CardPlace | None:
+        """Put the request's card (once: a card row already in the outbox is the card). Its
+        ts comes later, through the dispatcher's `on_posted` (bot/slack/posted.py)."""
+        key = f"card:{request.id}"
+        if await self.writes.exists(key):
+            return None
         channel = self.card_channel(run, request)
-        ts = await self._post_card(run, request, channel)
-        return CardPlace(channel, ts) if ts and channel else None
+        if channel is None:
+            return None
+        card = card_info(request, run, self.agents)
+        message = cards.request_card(card)
+        if channel == run.channel_id:
+            await self.writes.message(key, channel, message, **_thread(run))
+            return None
+        await self.writes.message(key, channel, message)
+        link = messages.card_elsewhere(card, channel, None)
+        await self._post(run, f"elsewhere:{request.id}", link)
+        return None
 
     async def request_changed(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         """The card shows the request as it is now; the App Home of whoever just acted on it
-        follows (coalesced)."""
+        follows (coalesced, if they opened it)."""
         await self.update_card(run, request)
         for user in {request.decided_by, *request.approvals[-1:]}:
             if user and user[:1] in ("U", "W"):
                 await self.refresh_home(user)
 
+    async def channel_refusal(self, channel_id: str) -> str | None:
+        return await self.channels.refusal(channel_id)
+
     async def say(self, notice: Notice, run: RunRecord | None = None) -> str | None:
         if isinstance(notice, StandingApprovalShown):
-            return await self._show_standing(notice.standing, run)
+            await self._show_standing(notice.standing, run)
+            return None
         if run is None:
             return None
         if isinstance(notice, ToolFailed):
             text = f":warning: `{notice.tool}` failed: {notice.detail}"
-            await self._post(run, messages.progress(text))
+            await self._post(run, f"notice:{run.id}:{_unique()}", messages.progress(text))
         elif isinstance(notice, Reminder):
             card = card_info(notice.request, run, self.agents)
-            await self._post(run, messages.reminder(card, list(card.approvers)))
+            message = messages.reminder(card, list(card.approvers))
+            await self._post(run, f"reminder:{notice.request.id}", message)
         elif isinstance(notice, Escalated):
-            await self._post(run, messages.escalation(card_info(notice.request, run, self.agents)))
+            message = messages.escalation(card_info(notice.request, run, self.agents))
+            await self._post(run, f"escalated:{notice.request.id}:{_unique()}", message)
         elif isinstance(notice, AutoApproved):
             standing = notice.standing
             message = grants.auto_approved(
                 notice.request.tool_name, standing.granted_by, standing.expires_at
             )
-            await self._post(run, message)
+            await self._post(run, f"auto:{notice.request.id}", message)
         return None
 
-    async def _show_standing(self, standing: GrantRecord, run: RunRecord | None) -> str | None:
+    async def _show_standing(self, standing: GrantRecord, run: RunRecord | None) -> None:
         """A standing approval's line: posted once, then updated in place (revoked)."""
         message = grants.grant_message(
             standing.id,
@@ -192,72 +249,92 @@ class SlackPresenter:
             standing.expires_at,
             standing.revoked_by,
         )
-        if standing.message_ts:
-            await self.client.chat_update(
-                channel=standing.channel_id, ts=standing.message_ts, **message
-            )
-            return standing.message_ts
-        return await self._post(run, message) if run is not None else None
+        key = f"standing:{standing.id}"
+        if standing.message_ts and standing.channel_id:
+            await self.writes.known(key, standing.channel_id, standing.message_ts, message)
+            await self.writes.message(key, standing.channel_id, message)
+        elif await self.writes.exists(key):
+            await self.writes.message(key, standing.channel_id, message)
+        elif run is not None:
+            await self._post(run, key, message)
 
     # -- how each is shown ------------------------------------------------------------------
 
-    async def _post_card(
-        self, run: RunRecord, request: ApprovalRequestRecord, channel: str | None
-    ) -> str | None:
-        card = card_info(request, run, self.agents)
-        if channel == run.channel_id or channel is None:
-            return await self._post(run, cards.request_card(card))
-        resp = await self.client.chat_postMessage(channel=channel, **cards.request_card(card))
-        ts = str(resp["ts"])
-        try:
-            link = await self.client.chat_getPermalink(channel=channel, message_ts=ts)
-            permalink: str | None = str(link["permalink"])
-        except SlackApiError:
-            permalink = None
-        await self._post(run, messages.card_elsewhere(card, channel, permalink))
-        return ts
-
     async def update_card(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
-        self._share_connections()
-        if not (request.channel_id and request.message_ts):
-            return
+        key = f"card:{request.id}"
         message = cards.request_card(card_info(request, run, self.agents))
-        await self.client.chat_update(channel=request.channel_id, ts=request.message_ts, **message)
+        if request.channel_id and request.message_ts:  # posted before the outbox: its row
+            await self.writes.known(key, request.channel_id, request.message_ts, message)
+        elif not await self.writes.exists(key):
+            return  # no card to update (the request was never shown)
+        await self.writes.message(key, request.channel_id, message)
 
     async def show_activity(self, run: RunRecord) -> None:
-        """The run's live status (one message, updated in place, rate-limited)."""
-        self._share_connections()
+        """The run's live checklist, folded into its root message (debounced)."""
         if run.status in ("waiting_for_human", "cancelled"):
             self._streams.pop(run.id, None)  # its text so far stays as it is
-        self.live.show(run)
+        result = run.result
+        if result is not None and result.run.context.get("follow_up"):
+            await self._show_checklist(run)
+        else:
+            await self.update_root(run)
 
     def text_sink(self, run: RunRecord) -> AnswerStream | None:
         """Stream the run's text into its thread (a person asked: Slack streams to them)."""
-        self._share_connections()
         if not (run.channel_id and run.thread_ts and run.requester and run.team_id):
             return None
-        self._streams[run.id] = AnswerStream(self.client, run)
+        self._streams[run.id] = AnswerStream(self.outbox, run)
         return self._streams[run.id]
 
     async def post_answer(self, run: RunRecord, text: str, truncated: bool = False) -> None:
+        """The formatted answer: the open stream stops with its first message's blocks, or
+        it is posted; a long answer's other messages follow it in order."""
         posted = messages.final_answer(text, run_info(run), truncated=truncated)
         stream = self._streams.pop(run.id, None)
-        if stream is not None and stream.final_ts and run.channel_id:
-            try:  # the streamed answer becomes the formatted one: shown once
-                await self.client.chat_update(
-                    channel=run.channel_id, ts=stream.final_ts, **posted[0]
-                )
-                posted = posted[1:]
-            except SlackApiError as exc:
-                log.warning("event=stream_replace_failed run_id=%s error=%s", run.id, exc)
-        for message in posted:
-            await self._post(run, message)
+        if not run.channel_id:
+            return
+        if stream is not None and stream.open:
+            previous = await stream.finish(posted[0])
+        else:
+            previous = f"answer:{run.id}:final"
+            await self.writes.message(previous, run.channel_id, posted[0], **_thread(run))
+        for n, message in enumerate(posted[1:], start=1):
+            key = f"{previous.split('+')[0]}+{n}"
+            await self.writes.message(key, run.channel_id, message, after=previous, **_thread(run))
+            previous = key
 
     async def post_failure(self, run: RunRecord, error: str) -> None:
         self._streams.pop(run.id, None)
-        await self._post(run, messages.run_failed(run_info(run, error), error))
+        message = messages.run_failed(run_info(run, error), error)
+        await self._post(run, f"failure:{run.id}:{_unique()}", message)
 
     async def refresh_home(self, user_id: str) -> None:
-        self._share_connections()
         if self.homes is not None:
-            await self.homes.refresh(user_id)
+            await self.homes.changed(user_id)
+
+
+def root_with_checklist(run: RunRecord) -> dict[str, Any]:
+    """The root message; while the run is live its status shows the whole checklist."""
+    info = run_info(run)
+    steps = run_steps(run.result)
+    if info.activity is not None and len(steps) > 1:
+        info = replace(info, activity=checklist(steps))
+    return messages.root_message(info)
+
+
+class _Thread(TypedDict, total=False):
+    thread_ts: str | None
+    thread_key: str | None
+
+
+def _thread(run: RunRecord) -> _Thread:
+    """Where the run's messages go: its thread, or (a record read before its root message's
+    ts was saved) after its root row, whose ts the outbox fills in. An API request's run has no
+    root row: its card is the thread."""
+    if run.thread_ts or run.agent_id.startswith(API_AGENT_PREFIX):
+        return _Thread(thread_ts=run.thread_ts)
+    return _Thread(thread_key=f"root:{run.id}")
+
+
+def _unique() -> str:
+    return uuid.uuid4().hex[:12]

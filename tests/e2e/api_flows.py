@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -27,10 +28,23 @@ def http(h: Harness, token: str | None) -> httpx.AsyncClient:
 
 
 async def create(h: Harness, token: str, **body: Any) -> httpx.Response:
+    """POST /v1/requests. The 201 comes once the request is durable, before its card is in
+    Slack; like a caller that needs the card, this reads `message_ts` with GET once posted
+    (the answer is the 201 with it filled in)."""
     body.setdefault("title", "Deploy v2 to production")
     body.setdefault("channel", "C_GENERAL")
     async with http(h, token) as client:
-        return await client.post("/v1/requests", json=body)
+        r = await client.post("/v1/requests", json=body)
+        if r.status_code != 201 or r.json().get("message_ts"):
+            return r
+        created = r.json()
+        for _ in range(200):
+            got = await client.get(f"/v1/requests/{created['id']}")
+            if got.status_code == 200 and got.json().get("message_ts"):
+                created["message_ts"] = got.json()["message_ts"]
+                break
+            await asyncio.sleep(0.05)
+        return httpx.Response(201, json=created, headers=r.headers, request=r.request)
 
 
 def card_of(h: Harness, message_ts: str, channel: str = "C_GENERAL") -> dict[str, Any]:

@@ -115,6 +115,8 @@ class Harness:
         if self.worker is not None:
             worker = self.worker
             await eventually(lambda: not worker.busy, timeout=30, what="the worker to be idle")
+        if self.bot is not None and self.bot.dispatcher is not None:
+            await self.bot.dispatcher.drain(timeout=30)  # Slack shows what the outbox holds
 
     # -- reading the sandbox ---------------------------------------------------------------
 

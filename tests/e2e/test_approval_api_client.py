@@ -64,6 +64,7 @@ async def test_request_approval_and_its_typed_errors(harness: Harness) -> None:
     with pytest.raises(ApprovalExpired) as expired:  # nobody decides: the wait runs out
         await client.request_approval(tool="deploy", arguments={}, channel="C_GENERAL", timeout=0.5)
     assert expired.value.state.status == "cancelled"
+    await h.idle()  # the card's update goes out through the outbox
     stopped = [m for m in h.sandbox.messages("C_GENERAL") if "stopped waiting" in message_text(m)]
     assert len(stopped) == 1 and not has_button(stopped[0], "approve")
 
@@ -133,6 +134,11 @@ async def test_a_question_is_answered_by_a_reply_in_the_cards_thread(harness: Ha
     token, _ = await make_key(h)
     client = AsyncSaysoClient(h.url, token)
     created = await client.create(kind="question", title="Which region?", channel="C_GENERAL")
+    for _ in range(100):  # the 201 comes once durable; the card's ts once Slack has it
+        if created.message_ts is not None:
+            break
+        await asyncio.sleep(0.05)
+        created = await client.get(created.id)
     assert created.message_ts is not None
     asking = asyncio.create_task(client.wait(created.id, 10))
     await h.sandbox.post_message("U_APPROVER", "us-east-2", thread_ts=created.message_ts)

@@ -29,7 +29,7 @@ def _claude(h: Harness) -> Agent:
         model=model,
         instructions="You run operations.",
         tools=list(ops.tools.values()),
-        model_settings=ModelSettings(timeout=5, max_retries=1, backoff_base=0.01),
+        model_settings=ModelSettings(timeout=15, max_retries=1, backoff_base=0.01),
     )
 
 
@@ -50,6 +50,7 @@ async def test_streamed_text_then_a_tool_call_pauses_and_the_answer_is_shown_onc
         h.extra_agents = [_claude(h)]
         await h.stop_bot()
         await h.start_bot()
+    h.model.stream_delay = 0.2  # written slowly: streamed (a quick one is one message)
     h.model.reply(text=INTRO, tool_calls=[("deploy", DEPLOY)])
     h.model.reply(text=ANSWER)
     await h.sandbox.slash_command("U_REQUESTER", f"{agent} deploy v2 to staging")
@@ -64,6 +65,7 @@ async def test_streamed_text_then_a_tool_call_pauses_and_the_answer_is_shown_onc
     )
     assert _calls(h, "chat.startStream") and _calls(h, "chat.stopStream")
 
+    h.model.stream_delay = 0.06  # the answer too streams for more than a second
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     await h.sandbox.wait_for(lambda sb: _answers(h), timeout=10)
     await h.idle()
@@ -84,9 +86,24 @@ async def test_streamed_text_then_a_tool_call_pauses_and_the_answer_is_shown_onc
     assert all(c.response.get("ok") for c in h.sandbox.calls)
 
 
+async def test_an_answer_written_at_once_is_one_message_in_one_call(harness: Harness) -> None:
+    """The outbox folds a quick answer into one post (no stream start and stop): fewer calls."""
+    h = harness
+    h.model.reply(text=ANSWER)
+    await h.sandbox.slash_command("U_REQUESTER", "ops how is staging")
+    await h.sandbox.wait_for(lambda sb: _answers(h), timeout=10)
+    await h.idle()
+    assert not _calls(h, "chat.startStream")
+    assert [c.args["ts"] for c in _calls(h, "chat.update")] == [h.root()["ts"]]  # its status
+    answers = _answers(h)
+    assert len(answers) == 1 and [b for b in answers[0]["blocks"] if b["type"] == "table"]
+    assert len(h.thread()) == 2  # the root and the answer
+
+
 async def test_refused_streaming_falls_back_to_one_message(harness: Harness) -> None:
     h = harness
     h.sandbox.refuse_streaming = True
+    h.model.stream_delay = 0.1
     h.model.reply(text=ANSWER)
     await h.sandbox.slash_command("U_REQUESTER", "ops how is staging")
     await h.sandbox.wait_for(lambda sb: _answers(h), timeout=10)

@@ -148,3 +148,32 @@ async def test_one_sender_at_a_time_and_a_standby_takes_over(outbox: Outbox) -> 
     assert not await outbox.hold_sender("a", 5)
     await outbox.release_sender("b")
     assert await outbox.hold_sender("a", 5)
+
+
+async def test_payloads_are_encrypted_when_the_store_has_keys(db_url: str) -> None:
+    import sqlalchemy as sa
+    from cryptography.fernet import Fernet
+
+    from store.intake import Intake
+    from store.migrate import upgrade
+    from store.rekey import reencrypt
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    db = Database(db_url, [old])
+    try:
+        await upgrade(db)
+        box, intake = Outbox(db), Intake(db)
+        await box.put("card:r1", channel="C1", text="approve refund 4711?")
+        await intake.record("view:V1:h", "edit", {"reason": "typo in the amount"})
+        async with db.read() as conn:
+            raw = await conn.scalar(sa.text("SELECT payload FROM slack_outbox"))
+            raw_intake = await conn.scalar(sa.text("SELECT payload FROM slack_intake"))
+        assert "4711" not in str(raw) and "typo" not in str(raw_intake)
+    finally:
+        await db.close()
+    rotated = Database(db_url, [new, old])
+    try:
+        assert await reencrypt(rotated, 10) >= 2
+        assert (await Outbox(rotated).get("card:r1")).payload["text"].endswith("4711?")  # type: ignore[union-attr]
+    finally:
+        await rotated.close()

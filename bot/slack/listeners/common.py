@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any, Final
 
 from slack_bolt.async_app import AsyncBoltContext
@@ -11,7 +12,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import Actor, Service
 from bot.slack.render import slack_text
+from bot.slack.writes import Writes
 from store import ApprovalRequestRecord
+from store.outbox import Outbox
 
 log = logging.getLogger("sayso.slack")
 
@@ -23,6 +26,14 @@ HOMES_KEY: Final = "sayso_homes"
 
 # chat.postEphemeral errors meaning the person cannot see it there: tell them in a DM instead
 UNSEEN = ("user_not_in_channel", "channel_not_found", "not_in_channel", "is_archived")
+
+_OUTBOXES: weakref.WeakKeyDictionary[AsyncWebClient, Writes] = weakref.WeakKeyDictionary()
+
+
+def use_outbox(client: AsyncWebClient, outbox: Outbox) -> None:
+    """What `tell` says through `client` becomes an outbox row (sent by the dispatcher, paced,
+    through outages; an ephemeral expires unsent after a couple of minutes)."""
+    _OUTBOXES[client] = Writes(outbox)
 
 
 def service_of(context: AsyncBoltContext) -> Service:
@@ -64,8 +75,16 @@ async def tell(
 ) -> None:
     """An ephemeral message to one person (a DM when there is no channel or they can't see it).
 
-    `text` is our own mrkdwn (mentions allowed), never a person's input."""
+    `text` is our own mrkdwn (mentions allowed), never a person's input. Through the outbox
+    when the app has one (`use_outbox`): an ephemeral the person cannot see there is lost."""
     text = slack_text(text)
+    writes = _OUTBOXES.get(client)
+    if writes is not None:
+        try:
+            await writes.ephemeral(user_id, text, channel, thread_ts)
+        except Exception:
+            log.exception("event=tell_failed user=%s", user_id)
+        return
     try:
         if channel:
             try:

@@ -1,0 +1,33 @@
+"""What a posted outbox row tells the store (the dispatcher's `on_posted`): a run's root
+message is its thread, a card's ts is its request's `message_ts` (and, for an API request
+that names no thread, its run's thread too). Idempotent: it may run twice after an adoption."""
+
+from __future__ import annotations
+
+import logging
+
+from store import Store
+from store.outbox import OutboxRow
+
+log = logging.getLogger("sayso.slack")
+
+
+class PostedRecorder:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def __call__(self, row: OutboxRow, ts: str) -> None:
+        kind, _, ident = row.key.partition(":")
+        if not row.channel or not ident:
+            return
+        if kind == "root":
+            run = await self.store.get_run(ident)
+            if run is not None and run.thread_ts is None:
+                await self.store.set_thread(ident, row.channel, ts)
+        elif kind == "card":
+            await self.store.set_request_message(ident, row.channel, ts)
+            request = await self.store.get_request(ident)
+            run = await self.store.get_run(request.run_id) if request else None
+            if run is not None and run.thread_ts is None and row.thread_ts is None:
+                await self.store.set_thread(run.id, row.channel, ts)
+            log.debug("event=card_posted request_id=%s ts=%s", ident, ts)
