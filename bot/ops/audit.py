@@ -14,27 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TextIO
 
-from store.audit import EventFilter, chain_ends, event_hash, event_page
+from store.audit import HASHED, EventFilter, chain_ends, event_hash, event_page
 from store.db import Database
 
 PAGE = 1000
-EXPORT_COLUMNS = (
-    "id",
-    "at",
-    "actor",
-    "action",
-    "run_id",
-    "call_id",
-    "request_id",
-    "tool_name",
-    "args_hash",
-    "outcome",
-    "detail",
-    "agent_id",
-    "tenant",
-    "prev_hash",
-    "hash",
-)
+EXPORT_COLUMNS = ("id", *HASHED, "prev_hash", "hash")
 Format = Literal["jsonl", "csv"]
 
 
