@@ -88,11 +88,18 @@ class SlackSandbox(PersonActions):
 
     async def _listen_again(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
-        if self._runner is None:
+        for attempt in range(50):  # the port may be briefly held (TIME_WAIT, a client socket)
+            if self._runner is None:
+                return
+            self._site = web.TCPSite(self._runner, self._host, self._port, reuse_address=True)
+            try:
+                await self._site.start()
+            except OSError as exc:
+                log.warning("event=sandbox_relisten_failed attempt=%d error=%s", attempt, exc)
+                await asyncio.sleep(0.2)
+                continue
+            log.info("event=sandbox_outage_over url=%s", self.url)
             return
-        self._site = web.TCPSite(self._runner, self._host, self._port)
-        await self._site.start()
-        log.info("event=sandbox_outage_over url=%s", self.url)
 
     # inspection ------------------------------------------------------------------------
     def messages(self, channel: str = "C_GENERAL") -> list[dict[str, Any]]:
