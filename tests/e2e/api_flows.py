@@ -9,16 +9,26 @@ import httpx
 
 from bot.service.api_requests import new_key_secrets
 from store import api as api_ops
+from store.schema import api_keys
 from tests.e2e.harness import Harness
 
 
 async def make_key(
-    h: Harness, name: str = "ci", channels: list[str] | None = None
+    h: Harness,
+    name: str = "ci",
+    channels: list[str] | None = None,
+    *,
+    per_minute: int | None = 100_000,
 ) -> tuple[str, str]:
-    """A new API key in the bot's database: (token, webhook secret)."""
+    """A new API key in the bot's database: (token, webhook secret). Its quota is far above
+    what a test makes, as tests poll GET (`per_minute=None`: the default, 60)."""
     assert h.bot is not None
     token, secret = new_key_secrets()
     assert await api_ops.create_key(h.bot.store.db, name, token, secret, channels or [])
+    async with h.bot.store.db.write() as conn:
+        await conn.execute(
+            api_keys.update().where(api_keys.c.name == name).values(per_minute=per_minute)
+        )
     return token, secret
 
 

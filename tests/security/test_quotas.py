@@ -9,8 +9,8 @@ from tests.e2e.harness import Harness
 
 async def test_a_key_over_its_quota_gets_429(harness: Harness) -> None:
     h = harness
-    busy, _ = await make_key(h, "busy")
-    calm, _ = await make_key(h, "calm")
+    busy, _ = await make_key(h, "busy", per_minute=None)  # the default quota
+    calm, _ = await make_key(h, "calm", per_minute=None)
     async with http(h, busy) as client:
         statuses = [(await client.get("/v1/requests/nope")).status_code for _ in range(61)]
         assert statuses[:60] == [404] * 60 and statuses[60] == 429
@@ -26,7 +26,7 @@ async def test_the_quota_is_set_per_key(harness: Harness) -> None:
     assert h.bot is not None
     from store import api as api_ops
 
-    token, _ = await make_key(h, "small")
+    token, _ = await make_key(h, "small", per_minute=None)
     assert await api_ops.set_key_quota(h.bot.store.db, "small", 3)
     async with http(h, token) as client:
         statuses = [(await client.get("/v1/requests/nope")).status_code for _ in range(4)]
