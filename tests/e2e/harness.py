@@ -96,6 +96,9 @@ class Harness:
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
         self.sandbox.bot_url = f"{self.url}/slack/events"
+        dispatcher = self.bot.dispatcher
+        if dispatcher is not None:  # a restarted bot sends once it holds the sender lease
+            await eventually(lambda: dispatcher.leading, timeout=30, what="the outbox sender")
         return self.bot
 
     async def stop_bot(self) -> None:

@@ -23,6 +23,8 @@ async def crash(h: Harness) -> None:
         task.cancel()
     await asyncio.gather(*bot.service.tasks.snapshot(), return_exceptions=True)
     await bot.service.stop_sweeper()
+    if bot.dispatcher is not None:  # dead too: its sender lease lapses, nobody releases it
+        await bot.dispatcher.abort()
     if h._runner is not None:
         await h._runner.cleanup()
         h._runner = None
