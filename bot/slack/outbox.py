@@ -52,7 +52,7 @@ class OutboxDispatcher(RowSender):
         max_outage_backoff: float = 5.0,
         on_posted: Callable[[OutboxRow, str], Awaitable[None]] | None = None,
         exclusive: bool = True,
-        sender_lease: float = 10.0,
+        sender_lease: float = 4.0,
     ) -> None:
         """`on_posted(row, ts)` runs once a row's message has its ts (posted, or found after
         an uncertain attempt): the service records it (a run's thread, a card's message_ts).
