@@ -41,8 +41,18 @@ def setup_logging(level: str, fmt: str = "text") -> None:
             format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
             stream=sys.stderr,
         )
-    for noisy in ("aiohttp.access", "httpx", "httpcore", "slack_bolt", "slack_sdk", "alembic"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # aiosqlite logs each statement at DEBUG: a flood that says nothing the store does not
+    noisy = (
+        "aiohttp.access",
+        "httpx",
+        "httpcore",
+        "slack_bolt",
+        "slack_sdk",
+        "alembic",
+        "aiosqlite",
+    )
+    for name in noisy:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> None:

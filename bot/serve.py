@@ -121,9 +121,12 @@ def observe(bot: Bot) -> None:
 
     metrics.install()
     metrics.watch_store(bot.store.db, replace=True)
-    metrics_http.count_slack_errors(bot.client)
-    if tracing.setup(bot.settings):  # `sayso[otel]` and an OTLP endpoint
-        tracing.trace_slack_calls(bot.client)
+    clients = [bot.client] + ([bot.dispatcher.client] if bot.dispatcher is not None else [])
+    traced = tracing.setup(bot.settings)  # `sayso[otel]` and an OTLP endpoint
+    for client in clients:  # the process's own calls, and the outbox's sends
+        metrics_http.count_slack_errors(client)
+        if traced:
+            tracing.trace_slack_calls(client)
 
 
 @asynccontextmanager

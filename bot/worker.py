@@ -171,7 +171,7 @@ async def run_worker(
             sweep_interval=settings.sayso_sweep_interval,
             grace=settings.sayso_shutdown_grace,
         )
-        _observe(worker, client, settings)
+        _observe(worker, [client] + ([dispatcher.client] if dispatcher else []), settings)
         if on_started is not None:
             on_started(worker)
         await webhooks.start(retries=False)
@@ -185,17 +185,20 @@ async def run_worker(
         await store.close()
 
 
-def _observe(worker: Worker, client: Any, settings: Settings) -> None:
-    """`sayso_runs_in_flight` is this worker's; its Slack errors and decisions are counted
-    (and traced, with `sayso[otel]` and an OTLP endpoint)."""
+def _observe(worker: Worker, clients: list[Any], settings: Settings) -> None:
+    """`sayso_runs_in_flight` is this worker's; the Slack errors of its clients (its own and
+    its outbox's) and its decisions are counted (and traced, with `sayso[otel]` and an OTLP
+    endpoint)."""
     from bot.ops import metrics, metrics_http, tracing
 
-    if tracing.setup(settings):
-        tracing.trace_slack_calls(client)
+    traced = tracing.setup(settings)
     metrics.install()
     metrics.runs_in_flight.set_function(lambda: worker.runs_in_flight)
     metrics.watch_store(worker.service.store.db)
-    metrics_http.count_slack_errors(client)
+    for client in clients:
+        metrics_http.count_slack_errors(client)
+        if traced:
+            tracing.trace_slack_calls(client)
 
 
 def _service_and_dispatcher(

@@ -94,6 +94,12 @@ class OutboxDispatcher(RowSender):
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    @property
+    def client(self) -> AsyncWebClient:
+        """The client the rows are sent with (no retry handlers of slack-sdk's: see
+        `bare_client`); metrics and traces watch it as they watch the process's own."""
+        return self.calls.client
+
     async def start(self) -> None:
         if self._loop_task is not None:
             return

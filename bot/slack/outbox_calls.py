@@ -170,11 +170,8 @@ class Calls:
             return args
         if method == "chat.appendStream":
             return {**channel, "ts": extra["ts"], "markdown_text": extra["text"]}
-        if method == "chat.stopStream":
-            args = {**channel, "ts": extra["ts"]}
-            if row.payload.get("blocks"):
-                args["blocks"] = row.payload["blocks"]
-            return args
+        if method == "chat.stopStream":  # its blocks would be shown below the text: none
+            return {**channel, "ts": extra["ts"]}
         raise ValueError(f"the outbox does not send {method}")
 
     async def _response_url(self, row: OutboxRow) -> dict[str, Any]:

@@ -207,8 +207,8 @@ class RowSender:
         return ts
 
     async def _stream(self, row: OutboxRow, claimed_at: float) -> tuple[str | None, int | None]:
-        """A streamed answer: start, append what is new, stop with the final blocks (they
-        replace the text). `progress`: characters appended, -1 once stopped, -2 when the
+        """A streamed answer: start, append what is new, stop, then the final blocks replace
+        the text (chat.update). `progress`: characters appended, -1 once stopped, -2 when the
         answer goes as one message once final (Slack refused the stream, or a start may have
         happened without an answer: a stream start cannot be looked up)."""
         text = str(row.payload.get("markdown_text") or "")
@@ -234,9 +234,23 @@ class RowSender:
             await self._call(row, claimed_at, "chat.appendStream", ts=ts, text=text[progress:])
             progress = len(text)
         if final:
-            await self._call(row, claimed_at, "chat.stopStream", ts=ts)
+            await self._stop(row, claimed_at, ts)
             progress = -1
+            if row.payload.get("blocks") and not row.payload.get("as_streamed"):
+                # stopStream's blocks would go below the streamed text (shown twice): the
+                # formatted message replaces the text instead
+                await self.outbox.adopt(row.key, ts, claim=row.claim_token, progress=progress)
+                await self._call(row, claimed_at, "chat.update", ts=ts)
         return ts, progress
+
+    async def _stop(self, row: OutboxRow, claimed_at: float, ts: str) -> None:
+        """Stop the stream; one an earlier attempt stopped (its answer lost) is stopped."""
+        try:
+            await self._call(row, claimed_at, "chat.stopStream", ts=ts)
+        except Outcome as outcome:
+            if outcome.error != "message_not_in_streaming_state":
+                raise
+            log.info("event=outbox_stream_already_stopped key=%s", row.key)
 
     async def _find(self, row: OutboxRow, claimed_at: float) -> tuple[str, int | None] | None:
         """The row's message if an earlier attempt posted it: (ts, version it carries)."""

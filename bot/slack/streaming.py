@@ -7,7 +7,8 @@ dispatcher starts it (chat.startStream), appends what is new (chat.appendStream)
 most every `FLUSH_EVERY` seconds.
 When a tool call or a pause follows a response, its stream is stopped as it is. When the final
 answer comes, the presenter puts the open stream's row final with the formatted answer's
-blocks: `stopStream` carries them (no extra `chat.update`), and nothing is shown twice.
+blocks: the dispatcher stops the stream and the blocks replace its text (`chat.update`;
+stopStream's own blocks would be added below the text, showing it twice).
 Where Slack refuses streaming, the dispatcher posts the final row as one message.
 """
 
@@ -81,8 +82,8 @@ class AnswerStream:
             self._next()
 
     async def finish(self, message: dict[str, Any]) -> str:
-        """Close the current response with the final answer's first message (the stream's
-        stop carries its blocks; a text never streamed is posted as that message)."""
+        """Close the current response with the final answer's first message (it replaces the
+        stream's text once stopped; a text never streamed is posted as that message)."""
         key = self.key
         await self._put(final=message)
         self._next()
@@ -108,8 +109,9 @@ class AnswerStream:
 
 
 def _as_blocks(text: str, requester: str | None) -> dict[str, Any]:
-    """The text of a response that was not the answer, as it is shown once stopped."""
+    """The text of a response that was not the answer, as it is posted if it never streamed
+    (`as_streamed`: a stream of it stays as it is, no update)."""
     if not text:
         return {}
     posted = markdown_messages(text, "streamed", requester=requester)
-    return posted[0] if len(posted) == 1 else {"text": text[:3000]}
+    return {**(posted[0] if len(posted) == 1 else {"text": text[:3000]}), "as_streamed": True}

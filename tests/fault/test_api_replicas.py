@@ -35,6 +35,14 @@ async def test_a_decision_on_one_replica_wakes_a_long_poll_on_the_other(cluster:
         async with session.post(f"{a.base}/v1/requests", json=body) as resp:
             assert resp.status == 201, await resp.text()
             created = await resp.json()
+        # 201 means the request is durable; its card reaches Slack through the outbox after
+        message_ts = created.get("message_ts")
+        deadline = time.monotonic() + 15
+        while not message_ts and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            async with session.get(f"{a.base}/v1/requests/{created['id']}") as got:
+                message_ts = (await got.json()).get("message_ts")
+        assert message_ts, f"the card was not posted\n{cluster.logs()}"
         # let the poll reach replica b and register before the click
         poll = asyncio.create_task(
             session.get(f"{b.base}/v1/requests/{created['id']}", params={"wait": "30"})
@@ -42,9 +50,7 @@ async def test_a_decision_on_one_replica_wakes_a_long_poll_on_the_other(cluster:
         await asyncio.sleep(1.0)
         assert not poll.done()
         click = form_body(
-            click_payload(
-                cluster.sandbox, "U_APPROVER", "C_GENERAL", created["message_ts"], "approve"
-            )
+            click_payload(cluster.sandbox, "U_APPROVER", "C_GENERAL", message_ts, "approve")
         )
         clicked = time.monotonic()
         status, _ = await post(session, a.url, click, signed_headers(SECRET, click))

@@ -144,8 +144,33 @@ async def test_a_streamed_answer_starts_grows_and_stops_with_its_blocks(
     assert message is not None and not message.get("streaming")
     assert message["text"] == "Deployed v2 to staging."
     assert message["blocks"][0]["text"]["text"] == "**Deployed**"
+    assert "markdown_text" not in message  # the formatted answer replaced the streamed text
     assert len(sandbox.calls_to("chat.startStream")) == 1
-    assert len(sandbox.calls_to("chat.stopStream")) == 1
+    (stop,) = sandbox.calls_to("chat.stopStream")
+    assert "blocks" not in stop.args  # Slack shows them below the streamed text: twice
+    assert [c.args["ts"] for c in sandbox.calls_to("chat.update")] == [ts]
+
+
+async def test_a_stream_stopped_by_a_lost_attempt_still_gets_its_answer(
+    outbox: Outbox, sandbox: SlackSandbox, make_dispatcher: DispatcherFactory
+) -> None:
+    root = (await sandbox.post_message("U_REQUESTER", "deploy", channel="D_REQUESTER")).ts
+    dispatcher = await make_dispatcher(outbox, sandbox)
+    where = {"kind": "stream", "channel": "D_REQUESTER", "thread_ts": root}
+    await outbox.put("answer:r1:0", **where, payload={"markdown_text": "Deployed"})
+    await dispatcher.drain(10)
+    ts = str(await outbox.ts_of("answer:r1:0"))
+    streamed = sandbox.message("D_REQUESTER", ts)
+    assert streamed is not None and streamed.get("streaming")
+    streamed.pop("streaming")  # an earlier attempt stopped it; its answer never came back
+    sandbox.fail_next("chat.update", "internal_error")  # and the update fails once
+    final = {"markdown_text": "Deployed", "final": True, "blocks": section("**Deployed**")}
+    await outbox.put("answer:r1:0", **where, payload=final)
+    await dispatcher.drain(15)
+    message = sandbox.message("D_REQUESTER", ts)
+    assert message is not None and message["blocks"][0]["text"]["text"] == "**Deployed**"
+    assert len(sandbox.calls_to("chat.stopStream")) == 1  # not stopped again after the update
+    assert len([c for c in sandbox.calls_to("chat.update") if c.response.get("ok")]) == 1
 
 
 async def test_a_refused_stream_becomes_one_message_when_final(
