@@ -44,6 +44,12 @@ class ApiKey:
     revoked_at: datetime | None
     per_minute: int | None = None
     """Requests per minute this key may make (None: the default, 60)."""
+    approvers: tuple[str, ...] | None = None
+    """The key's own policy (issue 21, finding 7); None: not set, the defaults apply."""
+    min_approvals: int | None = None
+    allow_self_approval: bool | None = None
+    expires_in: int | None = None
+    """Seconds: the default expiry of the key's requests, and their longest."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,9 @@ class NewApiRequest:
     expires_at: datetime
     idempotency_key: str | None
     callback_url: str | None
+    require_reason: bool = False
+    rule: str | None = None
+    """The policy file's rule that set the request's policy, if one did."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,10 @@ def _key(row: Any) -> ApiKey:
         created_at=row.created_at,
         revoked_at=row.revoked_at,
         per_minute=row.per_minute,
+        approvers=tuple(row.approvers) if row.approvers else None,
+        min_approvals=row.min_approvals,
+        allow_self_approval=row.allow_self_approval,
+        expires_in=row.expires_in,
     )
 
 
@@ -97,9 +110,19 @@ async def set_key_quota(db: Database, name: str, per_minute: int | None) -> bool
 
 
 async def create_key(
-    db: Database, name: str, token: str, webhook_secret: str, channels: list[str]
+    db: Database,
+    name: str,
+    token: str,
+    webhook_secret: str,
+    channels: list[str],
+    *,
+    approvers: list[str] | None = None,
+    min_approvals: int | None = None,
+    allow_self_approval: bool | None = None,
+    expires_in: int | None = None,
 ) -> bool:
-    """Store a key (hashed); False when the name is taken."""
+    """Store a key (hashed) with its own policy (None: not set); False when the name is
+    taken."""
     try:
         async with db.write() as conn:
             await conn.execute(
@@ -109,6 +132,10 @@ async def create_key(
                     webhook_secret=webhook_secret,
                     channels=channels,
                     created_at=utcnow(),
+                    approvers=approvers or None,
+                    min_approvals=min_approvals,
+                    allow_self_approval=allow_self_approval,
+                    expires_in=expires_in,
                 )
             )
     except IntegrityError:
@@ -245,6 +272,8 @@ async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
                     interrupted=False,
                     created_at=now,
                     min_approvals=int(new.spec.get("min_approvals") or 1),
+                    require_reason=new.require_reason,
+                    rule=new.rule,
                     api_spec=new.spec,
                 )
             )

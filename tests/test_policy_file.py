@@ -71,6 +71,19 @@ def check(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tupl
             5,
             "escalate_after",
         ),
+        (
+            "api:\n  keys:\n    ci:\n      tools:\n        deploy:\n"
+            "          standing_approval: 1h\n",
+            6,
+            "unknown setting 'standing_approval' for API requests",
+        ),
+        ("api:\n  ci:\n    tools: {}\n", 2, "use `keys:`"),
+        (
+            "api:\n  keys:\n    ci:\n      tools:\n        deploy:\n          approvers: [U1]\n"
+            "          min_approvals: 2\n",
+            6,
+            "impossible quorum",
+        ),
     ],
 )
 def test_check_rejects_a_bad_file_with_its_line(
@@ -90,6 +103,20 @@ def test_check_prints_each_tools_effective_policy(
     assert "S_APPROVERS" in deploy and "always" in deploy
     production = next(line for line in out.splitlines() if "production" in line)
     assert "S_APPROVERS" in production and " 2 " in production and "required" in production
+
+
+def test_check_prints_the_api_entries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = GOOD + (
+        "api:\n  keys:\n    ci:\n      tools:\n        deploy:\n          approvers: [S_SRE]\n"
+        "          rules:\n            - name: prod\n              when: {env: prod}\n"
+        "              min_approvals: 3\n"
+    )
+    code, out = check(tmp_path, text, capsys)
+    assert code == 0, out
+    row = next(line for line in out.splitlines() if line.startswith("api:ci"))
+    assert " deploy " in row and "S_SRE" in row
+    prod = next(line for line in out.splitlines() if line.startswith("api:ci") and "└ prod" in line)
+    assert "S_SRE" in prod and " 3 " in prod
 
 
 def test_explain_names_the_rule_and_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any, NoReturn
 
 from bot.config import Settings
 
 EXIT_APPROVED, EXIT_REJECTED, EXIT_EXPIRED, EXIT_ERROR = 0, 1, 2, 3
+CHANNEL = re.compile(r"[CGD][A-Z0-9_]+")
 
 
 def signing_key_command() -> int:
@@ -28,7 +30,6 @@ def signing_key_command() -> int:
 async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.keys_command == "signing-key":
         return signing_key_command()
-    from bot.service.api_requests import api_key_name_ok, new_key_secrets
     from store import Store
     from store import api as api_ops
 
@@ -36,20 +37,7 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
     try:
         await store.upgrade()
         if args.keys_command == "create":
-            if not api_key_name_ok(args.name):
-                print("sayso: a key name is letters, digits, - _ . (up to 100)", file=sys.stderr)
-                return 2
-            channels = [c.strip() for c in (args.channels or "").split(",") if c.strip()]
-            token, secret = new_key_secrets()
-            if not await api_ops.create_key(store.db, args.name, token, secret, channels):
-                print(f"sayso: a key named {args.name!r} already exists", file=sys.stderr)
-                return 1
-            if args.per_minute is not None:
-                await api_ops.set_key_quota(store.db, args.name, max(1, args.per_minute))
-            print(f"key:            {token}")
-            print(f"webhook secret: {secret}")
-            print("Both are shown this once: store them now (sayso keeps only a hash of the key).")
-            return 0
+            return await _create_key(store, args, settings)
         if args.keys_command == "revoke":
             if await api_ops.revoke_key(store.db, args.name):
                 print(f"key {args.name} revoked")
@@ -58,11 +46,94 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
             return 1
         for key in await api_ops.list_keys(store.db):
             state = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "live"
-            allowed = ",".join(key.channels) or "any channel"
-            print(f"{key.name}\t{state}\t{allowed}\tcreated {key.created_at:%Y-%m-%d %H:%M}")
+            allowed = ",".join(key.channels) or "SAYSO_DEFAULT_CHANNEL only"
+            print(
+                f"{key.name}\t{state}\t{allowed}\t{key_policy_text(key)}\t"
+                f"created {key.created_at:%Y-%m-%d %H:%M}"
+            )
         return 0
     finally:
         await store.close()
+
+
+def _ids(text: str | None) -> list[str]:
+    return [c.strip() for c in (text or "").split(",") if c.strip()]
+
+
+async def _create_key(store: Any, args: argparse.Namespace, settings: Settings) -> int:
+    """`sayso keys create NAME [--channels ...] [--approvers ...] [--min-approvals N]
+    [--no-self-approval] [--expires-in 24h] [--per-minute N]`."""
+    from bot.agent.util import parse_duration
+    from bot.service.api_requests import api_key_name_ok, new_key_secrets
+    from bot.service.policy.file import PRINCIPAL
+    from store import api as api_ops
+
+    if not api_key_name_ok(args.name):
+        return _usage("a key name is letters, digits, - _ . (up to 100)")
+    channels, approvers = _ids(args.channels), _ids(args.approvers)
+    wrong = [c for c in channels if not CHANNEL.fullmatch(c)]
+    if wrong:
+        return _usage(f"--channels: {wrong[0]!r} is not a Slack channel id (C…, G…, D…)")
+    wrong = [a for a in approvers if not PRINCIPAL.fullmatch(a)]
+    if wrong:
+        return _usage(f"--approvers: {wrong[0]!r} is not a Slack user (U…, W…) or group (S…) id")
+    if args.min_approvals is not None and args.min_approvals < 1:
+        return _usage("--min-approvals: at least 1")
+    people = [a for a in approvers if not a.startswith("S")]
+    if (
+        args.min_approvals
+        and approvers
+        and people == approvers
+        and args.min_approvals > len(set(people))
+    ):
+        return _usage(f"--min-approvals: {args.min_approvals}, but only {len(people)} approvers")
+    expires_in = None
+    if args.expires_in is not None:
+        try:
+            expires_in = max(1, int(parse_duration(args.expires_in).total_seconds()))
+        except ValueError as exc:
+            return _usage(f"--expires-in: {exc}")
+    token, secret = new_key_secrets()
+    created = await api_ops.create_key(
+        store.db,
+        args.name,
+        token,
+        secret,
+        channels,
+        approvers=approvers or None,
+        min_approvals=args.min_approvals,
+        allow_self_approval=False if args.no_self_approval else None,
+        expires_in=expires_in,
+    )
+    if not created:
+        print(f"sayso: a key named {args.name!r} already exists", file=sys.stderr)
+        return 1
+    if args.per_minute is not None:
+        await api_ops.set_key_quota(store.db, args.name, max(1, args.per_minute))
+    print(f"key:            {token}")
+    print(f"webhook secret: {secret}")
+    print("Both are shown this once: store them now (sayso keeps only a hash of the key).")
+    if not channels:
+        where = settings.sayso_default_channel or "nowhere: SAYSO_DEFAULT_CHANNEL is not set"
+        print(f"No --channels: the key may post only in SAYSO_DEFAULT_CHANNEL ({where}).")
+    return 0
+
+
+def key_policy_text(key: Any) -> str:
+    """A key's own policy in one line (`keys list`)."""
+    parts = [f"approvers {','.join(key.approvers)}" if key.approvers else "any approver"]
+    if key.min_approvals:
+        parts.append(f"min {key.min_approvals}")
+    if key.allow_self_approval is False:
+        parts.append("no self-approval")
+    if key.expires_in:
+        parts.append(f"expires in {key.expires_in}s")
+    return ", ".join(parts)
+
+
+def _usage(message: str) -> int:
+    print(f"sayso: {message}", file=sys.stderr)
+    return 2
 
 
 def add_keys_parser(sub: Any) -> None:
@@ -70,7 +141,29 @@ def add_keys_parser(sub: Any) -> None:
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="a new key; prints it and its webhook secret")
     create.add_argument("name")
-    create.add_argument("--channels", help="comma-separated channel ids the key may post in")
+    create.add_argument(
+        "--channels",
+        help="comma-separated channel ids the key may post in (none: SAYSO_DEFAULT_CHANNEL only)",
+    )
+    create.add_argument(
+        "--approvers",
+        help="comma-separated user (U…) or group (S…) ids who may decide the key's requests; "
+        "callers may name a subset, never others",
+    )
+    create.add_argument(
+        "--min-approvals",
+        type=int,
+        help="approvals each request needs at least (callers may ask more)",
+    )
+    create.add_argument(
+        "--no-self-approval",
+        action="store_true",
+        help="the person a request names as requested_by may not approve it",
+    )
+    create.add_argument(
+        "--expires-in",
+        help="the default and longest expiry of the key's requests (90s, 30m, 24h, 7d)",
+    )
     create.add_argument(
         "--per-minute", type=int, help="requests per minute the key may make (default 60)"
     )

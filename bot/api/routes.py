@@ -15,11 +15,13 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from bot.agent.schema_tool import SchemaProblem, check_schema
+from bot.agent.util import utcnow
 from bot.api.callbacks import callback_host_allowed, private_literal
 from bot.api.models import MAX_WAIT, REQUEST_ID, CancelBody, CreatedRequest, CreateRequest
 from bot.api.openapi import openapi_document
 from bot.api.present import REQUEST_KIND_OF, state_json
-from bot.service.api_requests import ApiRefusal, ApiRequests, expires_at
+from bot.service.api_requests import ApiRefusal, ApiRequests
+from bot.service.policy.api import Asked
 from store.api import ApiKey, NewApiRequest
 
 if TYPE_CHECKING:
@@ -131,21 +133,37 @@ def new_request(api: ApiRequests, key: ApiKey, body: CreateRequest) -> NewApiReq
         tool_name, arguments = body.tool or "question", {"question": body.title}
     else:
         tool_name, arguments = body.tool or "approval", body.arguments
+    channel = api.channel_for(key, body.channel)
+    policy = api.policy_for(key, tool_name, arguments, _asked(body))
+    needed = policy.min_approvals if body.kind == "approval" else 1  # a quorum approves
     return NewApiRequest(
         key_name=key.name,
         kind=kind,
         tool_name=tool_name,
         title=body.title,
         arguments=arguments,
-        spec=_spec(body),
-        channel_id=api.channel_for(key, body.channel),
+        spec={**_spec(body), "min_approvals": needed},
+        channel_id=channel,
         thread_ts=body.thread_ts,
         requester=body.requested_by,
-        approvers=body.approvers or list(api.default_approvers),
-        allow_self_approval=body.allow_self_approval,
-        expires_at=expires_at(api.approval_ttl, body.expires_in),
+        approvers=list(policy.approvers),
+        allow_self_approval=policy.allow_self_approval,
+        expires_at=utcnow() + policy.expires_in,
         idempotency_key=body.idempotency_key,
         callback_url=body.callback_url,
+        require_reason=policy.require_reason,
+        rule=policy.rule,
+    )
+
+
+def _asked(body: CreateRequest) -> Asked:
+    """What the caller asked of the policy (fields it did not send: nothing)."""
+    given = body.model_fields_set
+    return Asked(
+        approvers=tuple(body.approvers),
+        min_approvals=body.min_approvals if "min_approvals" in given else None,
+        allow_self_approval=body.allow_self_approval if "allow_self_approval" in given else None,
+        expires_in=body.expires_in,
     )
 
 

@@ -13,13 +13,15 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from typing import Any
 
 from bot.agent.schema_tool import API_AGENT_PREFIX, schema_errors_off_loop
-from bot.agent.util import utcnow
 from bot.service.decide import Decider
 from bot.service.events import Events, RequestSettled
 from bot.service.notifier import RequestNotifier
+from bot.service.policy.api import Asked, KeyPolicy, PolicyRefusal, narrowed, operator_policy
+from bot.service.policy.effective import Policies
+from bot.service.policy.rules import EffectivePolicy
 from bot.service.presenting import SafePresenter
 from store import ApprovalRequestRecord, RunRecord, Store
 from store import api as api_ops
@@ -63,19 +65,18 @@ class ApiRequests:
         show: SafePresenter,
         decider: Decider,
         events: Events,
+        policies: Policies,
         *,
         default_channel: str | None,
-        default_approvers: tuple[str, ...],
-        approval_ttl: timedelta,
         callback_hosts: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.show = show
         self.decider = decider
         self.events = events
+        self.policies = policies
         self.default_channel = default_channel
-        self.default_approvers = default_approvers
-        self.approval_ttl = approval_ttl
+        self.approval_ttl = policies.approval_ttl
         self.callback_hosts = callback_hosts
         self.notifier = RequestNotifier()
         self._listener = notify_ops.ChannelListener(
@@ -112,17 +113,41 @@ class ApiRequests:
         return key
 
     def channel_for(self, key: ApiKey, channel: str | None) -> str:
-        if channel is None:
-            channel = key.channels[0] if key.channels else self.default_channel
+        """Where the key's request goes: one of the key's channels; a key created without
+        any may post only in SAYSO_DEFAULT_CHANNEL (deny by default: never a DM, never a
+        channel the operator did not name)."""
+        allowed = key.channels or ((self.default_channel,) if self.default_channel else ())
+        if not allowed:
+            why = (
+                f"key {key.name!r} has no channels (create it with --channels, or set "
+                "SAYSO_DEFAULT_CHANNEL)"
+            )
             if channel is None:
-                raise ApiRefusal(
-                    "invalid",
-                    "channel: required (this key has no allowed channel and "
-                    "SAYSO_DEFAULT_CHANNEL is not set)",
-                )
-        if key.channels and channel not in key.channels:
+                raise ApiRefusal("invalid", f"channel: required ({why})")
+            raise ApiRefusal("forbidden", f"channel: {why}")
+        channel = channel or allowed[0]
+        if channel not in allowed:
             raise ApiRefusal("forbidden", f"channel: key {key.name!r} may not post in {channel}")
         return channel
+
+    def policy_for(
+        self, key: ApiKey, tool: str, arguments: dict[str, Any], asked: Asked
+    ) -> EffectivePolicy:
+        """The request's approval policy: the key's, the policy file's `api:` entry for the
+        key and tool (and its first matching rule), narrowed by what the caller asked."""
+        book = self.policies.policy_file
+        own = KeyPolicy(key.approvers, key.min_approvals, key.allow_self_approval, key.expires_in)
+        policy, capped = operator_policy(
+            own,
+            book.api_override(key.name, tool) if book is not None else None,
+            arguments,
+            default_approvers=self.policies.default_approvers,
+            default_ttl=self.approval_ttl,
+        )
+        try:
+            return narrowed(policy, capped, asked, key.name)
+        except PolicyRefusal as exc:
+            raise ApiRefusal("invalid", str(exc)) from None
 
     # -- use cases -------------------------------------------------------------------------
 
@@ -282,8 +307,3 @@ class ApiRequests:
 
 def api_key_name_ok(name: str) -> bool:
     return bool(name) and len(name) <= 100 and all(c.isalnum() or c in "-_." for c in name)
-
-
-def expires_at(ttl: timedelta, expires_in: float | None) -> datetime:
-    """When a new request expires: `expires_in` seconds from now, else the default TTL."""
-    return utcnow() + (timedelta(seconds=expires_in) if expires_in is not None else ttl)

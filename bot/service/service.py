@@ -120,9 +120,8 @@ class Service:
             self.show,
             self.decider,
             self.events,
+            self.policies,
             default_channel=settings.default_channel,
-            default_approvers=settings.default_approvers,
-            approval_ttl=settings.approval_ttl,
             callback_hosts=settings.callback_hosts,
         )
 

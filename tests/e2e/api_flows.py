@@ -20,11 +20,13 @@ async def make_key(
     *,
     per_minute: int | None = 100_000,
 ) -> tuple[str, str]:
-    """A new API key in the bot's database: (token, webhook secret). Its quota is far above
-    what a test makes, as tests poll GET (`per_minute=None`: the default, 60)."""
+    """A new API key in the bot's database: (token, webhook secret). It may post in
+    `channels` (default: C_GENERAL). Its quota is far above what a test makes, as tests poll
+    GET (`per_minute=None`: the default, 60)."""
     assert h.bot is not None
     token, secret = new_key_secrets()
-    assert await api_ops.create_key(h.bot.store.db, name, token, secret, channels or [])
+    allowed = ["C_GENERAL"] if channels is None else channels
+    assert await api_ops.create_key(h.bot.store.db, name, token, secret, allowed)
     async with h.bot.store.db.write() as conn:
         await conn.execute(
             api_keys.update().where(api_keys.c.name == name).values(per_minute=per_minute)

@@ -95,7 +95,7 @@ async def test_invalid_input_is_422_naming_the_field(harness: Harness) -> None:
 
 async def test_no_channel_anywhere_is_422(harness: Harness) -> None:
     h = harness
-    token, _ = await make_key(h)
+    token, _ = await make_key(h, channels=[])  # and SAYSO_DEFAULT_CHANNEL is not set
     r = await create(h, token, tool="deploy", channel=None)
     assert r.status_code == 422 and "channel" in error_of(r)["message"]
 
@@ -104,7 +104,7 @@ async def test_slack_refusing_the_card_is_422_with_its_code_and_leaves_nothing(
     harness: Harness,
 ) -> None:
     h = harness
-    token, _ = await make_key(h)
+    token, _ = await make_key(h, channels=["#nowhere"])
     r = await create(h, token, tool="deploy", channel="#nowhere", idempotency_key="k1")
     assert r.status_code == 422 and error_of(r)["code"] == "channel_not_found"
     assert await _runs(h) == 0

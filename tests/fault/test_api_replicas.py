@@ -26,7 +26,7 @@ async def test_a_decision_on_one_replica_wakes_a_long_poll_on_the_other(cluster:
     store = Store(cluster.db_url, replica_id="observer")
     try:
         token, _ = new_key_secrets()
-        assert await api_ops.create_key(store.db, "ci", token, "whsec_x", [])
+        assert await api_ops.create_key(store.db, "ci", token, "whsec_x", ["C_GENERAL"])
     finally:
         await store.close()
     auth = {"Authorization": f"Bearer {token}"}

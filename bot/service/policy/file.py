@@ -25,6 +25,23 @@ agents:
 
 Each setting of the file overrides the code's for that tool. Checked against the loaded
 agents; an error names the file's line.
+
+Requests made over the API (`POST /v1/requests`) are matched by key name and tool (`"*"`
+matches any; the most specific entry wins), and their rules by the request's arguments. Their
+settings override the key's own policy; a caller may only narrow the result:
+
+```yaml
+api:
+  keys:
+    ci:                               # the key's name, or "*"
+      tools:
+        deploy:                       # the request's tool, or "*"
+          approvers: [S0SRE]
+          min_approvals: 2
+          rules:
+            - when: {environment: production}
+              allow_self_approval: false
+```
 """
 
 from __future__ import annotations
@@ -41,6 +58,7 @@ import yaml
 from bot.agent import Agent, Tool
 from bot.agent.rules import Rule
 from bot.agent.util import parse_duration
+from bot.service.policy.api import ApiOverride
 from bot.service.policy.rules import ToolSettings, tool_settings
 from bot.service.registry import AgentRegistry
 
@@ -69,6 +87,24 @@ RULE_KEYS = {
     "escalate_to",
 }
 MATCHERS = {"equals", "one_of", "glob", "regex"}
+API_TOOL_KEYS = {
+    "approvers",
+    "min_approvals",
+    "allow_self_approval",
+    "require_reason",
+    "expires_in",
+    "rules",
+}
+API_RULE_KEYS = {
+    "name",
+    "when",
+    "approvers",
+    "min_approvals",
+    "allow_self_approval",
+    "require_reason",
+    "expires_in",
+}
+ANY = "*"
 
 
 class PolicyError(ValueError):
@@ -92,6 +128,7 @@ class ToolOverride:
 class PolicyFile:
     path: str
     tools: dict[tuple[str, str], ToolOverride] = field(default_factory=dict)
+    api: dict[tuple[str, str], ApiOverride] = field(default_factory=dict)
 
     def settings(self, agent: Agent, tool: Tool) -> ToolSettings:
         found = self.tools.get((agent.id, tool.name))
@@ -99,6 +136,14 @@ class PolicyFile:
 
     def override(self, agent_id: str, tool_name: str) -> ToolOverride | None:
         return self.tools.get((agent_id, tool_name))
+
+    def api_override(self, key_name: str, tool_name: str) -> ApiOverride | None:
+        """The `api:` entry for this key and tool: the most specific of key and tool, key
+        and any tool, any key and tool, any key and any tool."""
+        for where in ((key_name, tool_name), (key_name, ANY), (ANY, tool_name), (ANY, ANY)):
+            if where in self.api:
+                return self.api[where]
+        return None
 
 
 def load_policy(path: str | Path, agents: AgentRegistry) -> PolicyFile:
@@ -143,12 +188,18 @@ class _Reader:
         if root is None:
             return PolicyFile(self.path)
         tools: dict[tuple[str, str], ToolOverride] = {}
+        api: dict[tuple[str, str], ApiOverride] = {}
         for key, value in self.mapping(root, "the file"):
             if self.scalar(key) == "proxy":
                 continue  # `sayso proxy` and `sayso hook` read it (bot/proxy/policy.py)
+            if self.scalar(key) == "api":
+                api.update(self.api(value))
+                continue
             if self.scalar(key) != "agents":
                 raise self.fail(
-                    key, f"unknown key {self.scalar(key)!r}: the file has `agents:` and `proxy:`"
+                    key,
+                    f"unknown key {self.scalar(key)!r}: the file has `agents:`, `api:` and "
+                    "`proxy:`",
                 )
             for agent_key, agent_node in self.mapping(value, "agents"):
                 agent_id = str(self.scalar(agent_key))
@@ -170,7 +221,41 @@ class _Reader:
                                 f"(its tools: {known})",
                             )
                         tools[(agent_id, tool_name)] = self.tool(tool, body)
-        return PolicyFile(self.path, tools)
+        return PolicyFile(self.path, tools, api)
+
+    def api(self, node: yaml.Node) -> dict[tuple[str, str], ApiOverride]:
+        """`api: keys: NAME: tools: TOOL: {...}` (NAME and TOOL may be "*")."""
+        out: dict[tuple[str, str], ApiOverride] = {}
+        for key, keys_node in self.mapping(node, "api"):
+            if self.scalar(key) != "keys":
+                raise self.fail(key, f"unknown key {self.scalar(key)!r}: use `keys:`")
+            for name_node, key_node in self.mapping(keys_node, "keys"):
+                key_name = str(self.scalar(name_node))
+                for tkey, tnode in self.mapping(key_node, f"key {key_name}"):
+                    if self.scalar(tkey) != "tools":
+                        raise self.fail(tkey, f"unknown key {self.scalar(tkey)!r}: use `tools:`")
+                    for tool_node, body in self.mapping(tnode, "tools"):
+                        out[(key_name, str(self.scalar(tool_node)))] = self.api_tool(body)
+        return out
+
+    def api_tool(self, node: yaml.Node) -> ApiOverride:
+        changes: dict[str, Any] = {}
+        rules: tuple[Rule, ...] = ()
+        for key, value in self.mapping(node, "an API tool"):
+            k = str(self.scalar(key))
+            if k not in API_TOOL_KEYS:
+                raise self.fail(
+                    key,
+                    f"unknown setting {k!r} for API requests (use one of {sorted(API_TOOL_KEYS)})",
+                )
+            if k == "rules":
+                if not isinstance(value, yaml.SequenceNode):
+                    raise self.fail(value, "rules must be a list")
+                rules = tuple(self.rule(None, i, item) for i, item in enumerate(value.value))
+            else:
+                changes[k] = self.setting(k, value)
+        self.check_quorum(node, changes.get("approvers", ()), changes.get("min_approvals", 1))
+        return ApiOverride(changes, rules)
 
     def tool(self, tool: Tool, node: yaml.Node) -> ToolOverride:
         settings = tool_settings(tool)
@@ -245,13 +330,15 @@ class _Reader:
             raise self.fail(node, "rules must be a list")
         return tuple(self.rule(tool, i, item) for i, item in enumerate(node.value))
 
-    def rule(self, tool: Tool, index: int, node: yaml.Node) -> Rule:
+    def rule(self, tool: Tool | None, index: int, node: yaml.Node) -> Rule:
+        """One rule; `tool` None: an API request's (any argument name may be matched)."""
         fields: dict[str, Any] = {}
         when: Callable[[dict[str, Any]], bool] | None = None
+        allowed = RULE_KEYS if tool is not None else API_RULE_KEYS
         for key, value in self.mapping(node, "a rule"):
             k = str(self.scalar(key))
-            if k not in RULE_KEYS:
-                raise self.fail(key, f"unknown rule setting {k!r} (use one of {sorted(RULE_KEYS)})")
+            if k not in allowed:
+                raise self.fail(key, f"unknown rule setting {k!r} (use one of {sorted(allowed)})")
             if k == "when":
                 when = self.condition(tool, value)
             elif k == "name":
@@ -265,12 +352,12 @@ class _Reader:
         fields.setdefault("name", f"rule {index + 1}")
         return Rule(when=when, **fields)
 
-    def condition(self, tool: Tool, node: yaml.Node) -> Callable[[dict[str, Any]], bool]:
-        arguments = set(tool.parameters.get("properties", {}))
+    def condition(self, tool: Tool | None, node: yaml.Node) -> Callable[[dict[str, Any]], bool]:
+        arguments = set(tool.parameters.get("properties", {})) if tool is not None else None
         tests: list[Callable[[dict[str, Any]], bool]] = []
         for key, value in self.mapping(node, "when"):
             arg = str(self.scalar(key))
-            if arg not in arguments:
+            if tool is not None and arguments is not None and arg not in arguments:
                 known = ", ".join(sorted(arguments)) or "none"
                 raise self.fail(key, f"unknown argument {arg!r} of tool {tool.name} ({known})")
             tests.append(self.matcher(arg, value))

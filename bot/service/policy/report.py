@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from bot.agent import Agent, Tool
+from bot.service.policy.api import ApiOverride, KeyPolicy, operator_policy
 from bot.service.policy.effective import Policies
 from bot.service.policy.rules import EffectivePolicy, apply_rule, evaluate
 from bot.service.registry import AgentRegistry
@@ -54,6 +55,26 @@ def rows(policies: Policies, agents: AgentRegistry) -> list[dict[str, str]]:
             for index, rule in enumerate(own.rules):
                 label = rule.name or f"rule {index + 1}"
                 out.append(_row(agent.id, f"  └ {label}", "", apply_rule(base, index, rule)))
+    return out + api_rows(policies)
+
+
+def api_rows(policies: Policies) -> list[dict[str, str]]:
+    """The file's `api:` entries (as a key without a policy of its own would get them)."""
+    book = policies.policy_file
+    out: list[dict[str, str]] = []
+    for (key_name, tool_name), override in (book.api if book else {}).items():
+        plain = ApiOverride(override.changes)
+        base, _ = operator_policy(
+            KeyPolicy(),
+            plain,
+            {},
+            default_approvers=policies.default_approvers,
+            default_ttl=policies.approval_ttl,
+        )
+        out.append(_row(f"api:{key_name}", tool_name, "always", base))
+        for index, rule in enumerate(override.rules):
+            label = rule.name or f"rule {index + 1}"
+            out.append(_row(f"api:{key_name}", f"  └ {label}", "", apply_rule(base, index, rule)))
     return out
 
 
