@@ -73,7 +73,8 @@ BoundedObject = Annotated[
 CallbackUrl = Annotated[
     str,
     Field(
-        pattern=r"^https?://[A-Za-z0-9.:\[\]_-]+(/[^\s]*)?$",
+        # RFC 3986's characters only (a URI is ASCII: non-ASCII is percent-encoded)
+        pattern=r"^https?://[A-Za-z0-9.:\[\]_-]+(/[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]*)?$",
         max_length=2000,
         json_schema_extra={"format": "uri"},
     ),
@@ -124,7 +125,11 @@ class CreateRequest(BaseModel):
     min_approvals: int = Field(default=1, ge=1, le=MAX_MIN_APPROVALS)
     allow_self_approval: bool = True
     allowed_decisions: list[Literal["approve", "edit", "reject"]] | None = Field(
-        default=None, min_length=1, max_length=3
+        default=None,
+        min_length=1,
+        max_length=3,
+        json_schema_extra={"uniqueItems": True},
+        description="Each at most once; `edit` only with a `schema`, and not alone without one.",
     )
     expires_in: float | None = Field(default=None, gt=0, le=MAX_EXPIRES_IN, description="Seconds.")
     callback_url: CallbackUrl | None = Field(

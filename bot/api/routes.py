@@ -114,8 +114,21 @@ def _spec(body: CreateRequest) -> dict[str, Any]:
     }
 
 
+def _check_decisions(body: CreateRequest) -> None:
+    decisions = body.allowed_decisions
+    if decisions is None:
+        return
+    if len(set(decisions)) != len(decisions):
+        raise ApiRefusal("invalid", "allowed_decisions: each decision at most once")
+    if body.json_schema is None and not set(decisions) - {"edit"}:
+        raise ApiRefusal(
+            "invalid", "allowed_decisions: edit needs a schema (add approve or reject, or a schema)"
+        )
+
+
 def new_request(api: ApiRequests, key: ApiKey, body: CreateRequest) -> NewApiRequest:
     _check_schema(body)
+    _check_decisions(body)
     if body.min_approvals > 1 and body.kind != "approval":
         raise ApiRefusal("invalid", "min_approvals: only approvals take a quorum")
     if body.callback_url and not callback_host_allowed(body.callback_url, api.callback_hosts):

@@ -52,6 +52,9 @@ CASES: list[tuple[dict[str, Any], str]] = [
     ({"min_approvals": "2"}, "min_approvals"),
     ({"min_approvals": True}, "min_approvals"),
     ({"title": 5}, "title"),
+    ({"callback_url": "https://W/u\u0086"}, "callback_url"),  # the fuzzer: not a URI
+    ({"allowed_decisions": ["edit", "edit", "edit"]}, "allowed_decisions"),  # the fuzzer: 500
+    ({"allowed_decisions": ["edit"]}, "allowed_decisions"),  # Edit without a schema
 ]
 
 
