@@ -230,6 +230,15 @@ api_requests = sa.Table(
     sa.UniqueConstraint("key_name", "idempotency_key", name="uq_api_requests_idempotency"),
 )
 
+api_quota = sa.Table(
+    "api_quota",
+    metadata,
+    # requests per key per minute, counted here so that every replica shares one count
+    sa.Column("key_name", sa.String(100), primary_key=True),
+    sa.Column("minute", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True),
+    sa.Column("count", sa.Integer, nullable=False),
+)
+
 webhook_deliveries = sa.Table(
     "webhook_deliveries",
     metadata,

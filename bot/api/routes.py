@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -184,29 +181,10 @@ DEFAULT_PER_MINUTE = 60
 """Requests per minute a key may make unless `sayso keys create --per-minute` says otherwise."""
 
 
-class KeyQuota:
-    """Requests per key in a sliding minute, in this process (each replica counts its own)."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, deque[float]] = {}
-
-    def take(self, key: str, per_minute: int) -> int | None:
-        """None when the request may go ahead (and count it), else seconds until it may."""
-        now = time.monotonic()
-        seen = self._seen.setdefault(key, deque())
-        while seen and seen[0] <= now - 60:
-            seen.popleft()
-        if len(seen) >= per_minute:
-            return max(1, math.ceil(seen[0] + 60 - now))
-        seen.append(now)
-        return None
-
-
 class ApiRoutes:
     def __init__(self, api: ApiRequests, signer: ReceiptSigner | None = None) -> None:
         self.api = api
         self.signer = signer
-        self.quota = KeyQuota()
 
     def add_to(self, app: web.Application) -> None:
         app.router.add_post("/v1/requests", self._guard(self.create))
@@ -219,7 +197,7 @@ class ApiRoutes:
         async def guarded(request: web.Request) -> web.StreamResponse:
             try:
                 key = await self.api.authenticate(_token(request))
-                wait = self.quota.take(key.name, key.per_minute or DEFAULT_PER_MINUTE)
+                wait = await self.api.take_quota(key, key.per_minute or DEFAULT_PER_MINUTE)
                 if wait is not None:
                     response = error(
                         429,

@@ -23,7 +23,7 @@ from bot.service.policy.api import Asked, KeyPolicy, PolicyRefusal, narrowed, op
 from bot.service.policy.effective import Policies
 from bot.service.policy.rules import EffectivePolicy
 from bot.service.presenting import SafePresenter
-from store import ApprovalRequestRecord, RunRecord, Store
+from store import ApprovalRequestRecord, RunRecord, Store, quota
 from store import api as api_ops
 from store import notify as notify_ops
 from store.api import ApiKey, ApiRequestLink, NewApiRequest
@@ -111,6 +111,11 @@ class ApiRequests:
         if key is None:
             raise ApiRefusal("unauthorized", "Missing, unknown or revoked API key.")
         return key
+
+    async def take_quota(self, key: ApiKey, per_minute: int) -> int | None:
+        """Count a request of this key (None), or the seconds until it may make one: counted
+        in the database, so every replica shares the key's one quota."""
+        return await quota.take(self.store.db, key.name, per_minute)
 
     def channel_for(self, key: ApiKey, channel: str | None) -> str:
         """Where the key's request goes: one of the key's channels; a key created without

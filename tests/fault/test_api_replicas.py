@@ -60,3 +60,22 @@ async def test_a_decision_on_one_replica_wakes_a_long_poll_on_the_other(cluster:
         state = await resp.json()
     assert state["status"] == "approved" and state["decision"]["decided_by"] == "U_APPROVER"
     assert woken_after < 1.0, f"{woken_after:.2f}s\n{cluster.logs()}"
+
+
+async def test_two_replicas_share_a_keys_quota(cluster: Cluster) -> None:
+    a, b = await asyncio.gather(
+        cluster.start("replica-a", sweep_interval=30), cluster.start("replica-b", sweep_interval=30)
+    )
+    store = Store(cluster.db_url, replica_id="observer")
+    try:
+        token, _ = new_key_secrets()
+        assert await api_ops.create_key(store.db, "ci", token, "whsec_x", ["C_GENERAL"])
+        assert await api_ops.set_key_quota(store.db, "ci", 10)
+    finally:
+        await store.close()
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as session:
+        statuses = []
+        for i in range(12):  # alternately on each replica: one quota, not one each
+            async with session.get(f"{(a, b)[i % 2].base}/v1/requests/nope") as resp:
+                statuses.append(resp.status)
+    assert statuses[:10] == [404] * 10 and statuses[10:] == [429, 429], statuses

@@ -12,7 +12,7 @@ from store.migrate import VERSION_TABLE, upgrade
 from store.schema import metadata
 from tests.storage.store_helpers import StoreFactory, paused_run
 
-HEAD = "0009_audit_chain"
+HEAD = "0010_api_quota"
 TABLES = {
     "runs",
     "approval_requests",
