@@ -13,9 +13,11 @@ import hmac
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -41,6 +43,9 @@ TIMEOUT = 10.0
 
 POOL_SIZE = 16
 """Webhook attempts one sayso process makes at once."""
+PER_ENDPOINT = 4
+"""Of those, attempts to one endpoint (scheme, host and port) at once: endpoints that hang hold
+a few slots each, never all of them."""
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -75,6 +80,9 @@ class WebhookSender:
         self._pool = asyncio.Semaphore(POOL_SIZE)
         """Attempts in flight at once (first attempts and retries): a slow callback holds one
         slot for at most `timeout`, never the others' turn."""
+        self._per_endpoint = max(1, min(PER_ENDPOINT, POOL_SIZE // 2))
+        self._busy: Counter[str] = Counter()
+        """Attempts in flight per endpoint."""
         api.subscribe_settled(self.on_settled)
 
     async def start(self, *, retries: bool = True) -> None:
@@ -100,13 +108,26 @@ class WebhookSender:
         if link is None or not link.callback_url:
             return
         delivery = await delivery_ops.add_delivery(self.db, request.id, link.callback_url)
-        if delivery is not None and not self._pool.locked():
-            self._spawn(delivery)  # the first attempt right away; pool full: the next sweep
+        if delivery is not None and self._has_room(delivery):
+            self._spawn(delivery)  # the first attempt right away; no room: the next sweep
+
+    def _has_room(self, delivery: Delivery) -> bool:
+        return not self._pool.locked() and self._busy[_endpoint(delivery.url)] < (
+            self._per_endpoint
+        )
 
     def _spawn(self, delivery: Delivery) -> None:
+        endpoint = _endpoint(delivery.url)
+        self._busy[endpoint] += 1
+
         async def pooled() -> None:
-            async with self._pool:
-                await self.attempt(delivery)
+            try:
+                async with self._pool:
+                    await self.attempt(delivery)
+            finally:
+                self._busy[endpoint] -= 1
+                if self._busy[endpoint] <= 0:
+                    del self._busy[endpoint]
 
         task = asyncio.create_task(pooled(), name=f"webhook:{delivery.id}")
         self._tasks.add(task)
@@ -115,10 +136,11 @@ class WebhookSender:
     async def _retry_forever(self) -> None:
         while True:
             try:
-                for delivery in await delivery_ops.due_deliveries(self.db, None, 50):
+                for delivery in await delivery_ops.due_deliveries(self.db, None, 200):
                     if self._pool.locked():
                         break
-                    self._spawn(delivery)
+                    if self._has_room(delivery):  # else its endpoint is busy: later
+                        self._spawn(delivery)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -193,3 +215,9 @@ class WebhookSender:
         await delivery_ops.finish_attempt(
             self.db, d, ok=ok, error=error, next_attempt_at=next_at, run_id=run_id
         )
+
+
+def _endpoint(url: str) -> str:
+    """Where a delivery goes: scheme, host and port (what a slow endpoint is)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2].lower()}"
