@@ -18,6 +18,7 @@ from bot.service.control import RunControl
 from bot.service.decide import Decider
 from bot.service.decision_rules import remember_read
 from bot.service.events import E, Events, Handler, PolicyReloaded, RunHandedOff, RunReady
+from bot.service.fair import FairGate
 from bot.service.inbox import Inbox, inbox_of
 from bot.service.outcome import Actor, Outcome
 from bot.service.policy.effective import Policies
@@ -80,10 +81,9 @@ class Service:
         self._wire_runs()
         self._wire_people()
         self.events.subscribe(RunReady, self._run_ready)
-        # Work after an ack (starting a run, recording a decision) done at once: a burst of
-        # commands or clicks queues here rather than crowding the event loop that must answer
-        # Slack within 3 s.
-        self._intake = asyncio.Semaphore(max(2, min(8, settings.max_active_runs)))
+        # Work after an ack (starting a run, recording a decision): a burst queues here, in
+        # fair turns per channel and person, not crowding the loop that must answer Slack.
+        self._intake = FairGate(max(2, min(8, settings.max_active_runs)))
 
     def _wire_runs(self) -> None:
         store, settings = self.store, self.settings
@@ -205,7 +205,7 @@ class Service:
         )
         if refusal is not None:
             return refusal
-        async with self._intake:
+        async with self._intake.turn(channel_id, requester):
             try:
                 run_id = await self.starter.start_run(
                     agent,
@@ -333,7 +333,7 @@ class Service:
     ) -> Outcome:
         """Record a decision; `standing`: an approval that also allows the tool in the
         request's thread for the time its policy says (a standing approval)."""
-        async with self._intake:
+        async with self._intake.turn(None, actor.user_id):
             return await self.decider.decide(
                 request_id,
                 actor,

@@ -37,6 +37,7 @@ def build_app(
         before_authorize=RefuseUntilKnown(identity),  # after the signature check
         logger=logging.getLogger("sayso.bolt"),
     )
+    identity.share_with(app)  # one auth.test for the process, not one per early request
     replay_guard = ReplayGuard()
     app.use(drop_replays(replay_guard))
     app.use(ProvideService(service, homes))

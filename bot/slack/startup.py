@@ -47,6 +47,10 @@ class WorkspaceIdentity:
         self.max_delay = max_delay
         self.attempts = 0
         self._retrying: asyncio.Task[None] | None = None
+        self.answer: Any = None
+        """The `auth.test` answer, once it came."""
+        self.on_known: list[Callable[[Any], None]] = []
+        """Told the answer once it comes (Bolt's authorization reuses it)."""
 
     @property
     def known(self) -> bool:
@@ -76,8 +80,30 @@ class WorkspaceIdentity:
             log.warning("event=auth_test_failed attempt=%d error=no_team_id", self.attempts)
             return False
         self.service.workspace_team_id = team_id
+        self.answer = auth
+        for told in self.on_known:
+            told(auth)
         log.info("event=connected team=%s bot_user=%s", team_id, auth.get("user_id"))
         return True
+
+    def share_with(self, app: Any) -> None:
+        """Bolt's single-workspace authorization makes its own `auth.test` on the first
+        request, once per request that comes before the first answer: a burst of commands at
+        start is a burst of `auth.test` (rate limited, and refused to people as "installation
+        failed"). It gets this answer instead."""
+        from slack_bolt.middleware.authorization.async_single_team_authorization import (
+            AsyncSingleTeamAuthorization,
+        )
+
+        for middleware in getattr(app, "_async_middleware_list", ()):  # Bolt's own, built once
+            if isinstance(middleware, AsyncSingleTeamAuthorization):
+
+                def told(auth: Any, m: AsyncSingleTeamAuthorization = middleware) -> None:
+                    m.auth_test_result = auth
+
+                self.on_known.append(told)
+                if self.answer is not None:
+                    told(self.answer)
 
     async def _retry(self) -> None:
         delay = self.first_delay

@@ -1,0 +1,63 @@
+"""The fair turns after an ack (issue 22, fair intake): a burst from one person or one channel
+delays someone else by one turn, never by the burst; cancelled waiters give their turn on."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.service.fair import FairGate
+
+
+async def _run(gate: FairGate, order: list[str], channel: str, person: str, tag: str) -> None:
+    async with gate.turn(channel, person):
+        order.append(tag)
+        await asyncio.sleep(0)
+
+
+async def test_one_persons_burst_delays_another_by_one_turn() -> None:
+    gate = FairGate(1)
+    order: list[str] = []
+    burst = [asyncio.create_task(_run(gate, order, "C1", "U_A", f"a{i}")) for i in range(100)]
+    await asyncio.sleep(0)  # the burst is waiting
+    other = asyncio.create_task(_run(gate, order, "C1", "U_B", "b"))
+    await asyncio.gather(*burst, other)
+    assert order.index("b") <= 3  # a0 and a1 had their turns already, a2 was first in line
+    assert [t for t in order if t.startswith("a")] == [f"a{i}" for i in range(100)]  # FIFO
+
+
+async def test_one_channels_burst_delays_another_channel_by_one_turn() -> None:
+    gate = FairGate(2)
+    order: list[str] = []
+    burst = [
+        asyncio.create_task(_run(gate, order, "C_BUSY", f"U{i % 20}", f"x{i}")) for i in range(200)
+    ]
+    await asyncio.sleep(0)
+    other = asyncio.create_task(_run(gate, order, "C_QUIET", "U_Q", "q"))
+    await asyncio.gather(*burst, other)
+    assert order.index("q") <= 5  # two slots: the ones under way, then one busy turn
+
+
+async def test_a_cancelled_waiter_gives_its_turn_on() -> None:
+    gate = FairGate(1)
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with gate.turn("C", "U_H"):
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await asyncio.sleep(0)
+    cancelled = asyncio.create_task(_run(gate, order, "C", "U_X", "x"))
+    waiting = asyncio.create_task(_run(gate, order, "C", "U_Y", "y"))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    release.set()
+    await asyncio.gather(holder, waiting)
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert order == ["y"] and gate.waiting == 0
+    async with gate.turn("C", "U_Z"):  # the slot came back
+        pass
