@@ -201,17 +201,32 @@ class Outbox:
         *,
         lease_seconds: float = 60.0,
     ) -> list[OutboxRow]:
-        """Claim up to `limit` due rows, oldest first (PostgreSQL: `FOR UPDATE SKIP LOCKED`,
-        so dispatchers claiming at once take different rows). A claimed row without a ts is
+        """Claim up to `limit` due rows, oldest first in each channel, the channels in turn
+        (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so dispatchers claiming at once take different
+        rows). A claimed row without a ts is
         marked `unsure` in the same transaction, before anything is sent. `owner` is logged
         only: each claim carries a fresh token, the fencing token of `mark_*`."""
         if limit <= 0:
             return []
         now = now or utcnow()
         expires = now + timedelta(seconds=lease_seconds)
+        # channels take turns: each one's oldest due row first, then each one's second, ...
+        # (a burst in one channel, paced at Slack's 1 a second there, never holds the others)
+        oldest = (ob.c.next_attempt_at, ob.c.created_at)
+        turns = (
+            sa.select(
+                ob.c.key,
+                sa.func.row_number().over(partition_by=ob.c.channel, order_by=oldest).label("turn"),
+            )
+            .where(due(now))
+            .subquery()
+        )
         query = (
-            sa.select(ob).where(due(now)).order_by(ob.c.next_attempt_at, ob.c.created_at)
-        ).limit(limit)
+            sa.select(ob)
+            .join(turns, turns.c.key == ob.c.key)
+            .order_by(turns.c.turn, *oldest)
+            .limit(limit)
+        )
         if self.db.is_postgres:
             query = query.with_for_update(skip_locked=True, of=ob)
         claimed: list[OutboxRow] = []

@@ -177,3 +177,17 @@ async def test_payloads_are_encrypted_when_the_store_has_keys(db_url: str) -> No
         assert (await Outbox(rotated).get("card:r1")).payload["text"].endswith("4711?")  # type: ignore[union-attr]
     finally:
         await rotated.close()
+
+
+async def test_channels_take_turns_in_a_claim(outbox: Outbox) -> None:
+    """A burst in one channel (paced there at 1 a second) never holds another channel's rows
+    back: each channel's oldest due row first, then each one's second, and so on."""
+    for i in range(30):
+        await outbox.put(f"root:busy{i}", channel="C_BUSY", text=f"busy {i}")
+    await outbox.put("root:quiet", channel="C_QUIET", text="quiet")
+    claimed = [row.key for row in await outbox.claim_due("d", limit=4)]
+    assert claimed[:2] == ["root:busy0", "root:quiet"] or claimed[:2] == [
+        "root:quiet",
+        "root:busy0",
+    ]
+    assert claimed[2:] == ["root:busy1", "root:busy2"]  # then the busy channel, oldest first
