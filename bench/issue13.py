@@ -157,9 +157,15 @@ async def _in_flight(bot: BotUnderTest, tag: str) -> int:
     return sum(1 for r in (await tagged_runs(bot, tag)).values() if r.status not in FINISHED)
 
 
+PROBE_PERSON, PROBE_CHANNEL = "U_MEMBER", "C_PROBE"
+"""Someone else, elsewhere: a person and a channel the burst does not use (within one channel
+Slack's one message a second orders every root message, whoever asked)."""
+
+
 async def _probe(bot: BotUnderTest, tag: str, i: int, limit: float) -> float:
-    """One new command; returns when it was sent."""
-    result = await drive(bot.events_url, lambda _: _command(bot, tag, i), 1, 1, limit)
+    """One new command by someone else; returns when it was sent."""
+    body = slash_body(_text(tag, i), PROBE_CHANNEL, bot.response_url, user=PROBE_PERSON)
+    result = await drive(bot.events_url, lambda _: body, 1, 1, limit)
     return result.sent_at[0]
 
 

@@ -79,6 +79,9 @@ class Outbox:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._subscribers: list[Callable[[str | None], None]] = []
+        self.sender_here: Callable[[], bool] = _nobody
+        """True while this process's own dispatcher is the one sending: a put wakes it in
+        process and needs no NOTIFY (the others would only wake to stand by)."""
 
     # -- writers (the presenter) ------------------------------------------------------------
 
@@ -473,13 +476,13 @@ class Outbox:
 
     async def wake(self, key: str) -> None:
         """Wake dispatchers after a put made inside the caller's own transaction."""
-        if self.db.is_postgres:
+        if self.db.is_postgres and not self.sender_here():
             async with self.db.write() as conn:
                 await self._notify(conn, key)
         self._wake_local(key)
 
     async def _notify(self, conn: AsyncConnection, key: str) -> None:
-        if self.db.is_postgres:
+        if self.db.is_postgres and not self.sender_here():
             await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, key)))
 
     def _wake_local(self, key: str) -> None:
@@ -488,6 +491,10 @@ class Outbox:
                 on_due(key)
             except Exception:  # a subscriber's bug must not fail the put
                 log.exception("event=outbox_wake_failed key=%s", key)
+
+
+def _nobody() -> bool:
+    return False
 
 
 __all__ = ["CHANNEL", "DROPPED", "FAILED", "KINDS", "PENDING", "SENT", "Outbox", "OutboxRow"]

@@ -104,6 +104,7 @@ class OutboxDispatcher(RowSender):
         if self._loop_task is not None:
             return
         self._unsubscribe = self.outbox.subscribe(self.wake)
+        self.outbox.sender_here = self._sending  # this process's puts wake us in process
         self._listener = self.outbox.listener(self.wake)
         self._listener.start()
         self._loop_task = asyncio.create_task(self._run(), name=f"outbox:{self.owner}")
@@ -113,6 +114,8 @@ class OutboxDispatcher(RowSender):
         (a cancelled post stays `unsure`: whoever sends the row next looks it up first; a
         row still waiting for its pace is handed back at once)."""
         self._stopping = True
+        if self.outbox.sender_here == self._sending:
+            self.outbox.sender_here = lambda: False
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
@@ -171,6 +174,11 @@ class OutboxDispatcher(RowSender):
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._woken.wait(), wait)
+
+    def _sending(self) -> bool:
+        """Is this dispatcher the one sending now (it holds the sender lease, or every one
+        sends)?"""
+        return not self._stopping and (self.leading or not self.exclusive)
 
     async def _lead(self) -> bool:
         """Hold (or take) the sender lease; bids of a standby are spaced, not per wake-up."""
