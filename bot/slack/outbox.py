@@ -33,6 +33,10 @@ from store.outbox import Outbox, OutboxRow
 log = logging.getLogger("sayso.outbox")
 
 
+PACED_PER_SLOT = 8
+"""Claimed rows at most, per slot, counting those waiting for their pace."""
+
+
 class OutboxDispatcher(RowSender):
     """Claims due outbox rows and sends them, `concurrency` at a time."""
 
@@ -84,6 +88,7 @@ class OutboxDispatcher(RowSender):
         self._listener: Any = None
         self._last_sweep = 0.0
         self._calling: set[str] = set()  # rows whose send made a Web API call (until done)
+        self._pacing = 0  # rows waiting for their pace (they hold no slot)
         self._stopping = False
         self.on_posted = on_posted
         self.exclusive = exclusive
@@ -202,7 +207,12 @@ class OutboxDispatcher(RowSender):
         return min(self.sweep_interval, max(due_in, 0.02) if due_in > 0 else self.sweep_interval)
 
     def _free_slots(self) -> int:
-        return self.concurrency - len(self._inflight)
+        """Rows waiting for their pace (a burst in one channel) do not hold the slots other
+        channels' rows are sent in; claimed rows stay bounded all the same."""
+        sending = len(self._inflight) - self._pacing
+        return min(
+            self.concurrency - sending, PACED_PER_SLOT * self.concurrency - len(self._inflight)
+        )
 
     async def run_once(self) -> int:
         """Claim what is due (up to the free slots) and start sending it; returns how many."""

@@ -88,6 +88,8 @@ class RowSender:
     _down_until: float
     _down_backoff: float
     _calling: set[str]
+    _pacing: int
+    _woken: asyncio.Event
     _stopping: bool
 
     async def _send(self, row: OutboxRow, claimed_at: float) -> None:
@@ -301,8 +303,13 @@ class RowSender:
         wait = self.pacer.reserve(team, method, row.channel, min(budget, self.max_pace_wait))
         if wait is None:
             raise Released(self.pacer.delay(team, method, row.channel))
-        if wait > 0:
-            await asyncio.sleep(wait)
+        if wait > 0:  # waiting for its pace holds no slot: others are claimed meanwhile
+            self._pacing += 1
+            self._woken.set()
+            try:
+                await asyncio.sleep(wait)
+            finally:
+                self._pacing -= 1
 
 
 def _after(seconds: float) -> datetime:
