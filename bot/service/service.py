@@ -195,17 +195,17 @@ class Service:
 
         "started" with the new run; "denied" with a message for that person alone. With
         `run_id` (a replayed interaction's), a run of that id already there is the answer."""
-        if run_id and (existing := await self.store.get_run(run_id)):
-            return Outcome("started", run=existing)
         agent = command.agent
         assert agent is not None
         actor = Actor(user_id=requester, team_id=team_id)
-        refusal = await self.gate.check_person(
-            agent, actor, workspace_team_id=self.workspace.team_id, channel_id=channel_id
-        )
-        if refusal is not None:
-            return refusal
-        async with self._intake.turn(channel_id, requester):
+        async with self._intake.turn(channel_id, requester):  # all of it: its reads too
+            if run_id and (existing := await self.store.get_run(run_id)):
+                return Outcome("started", run=existing)
+            refusal = await self.gate.check_person(
+                agent, actor, workspace_team_id=self.workspace.team_id, channel_id=channel_id
+            )
+            if refusal is not None:
+                return refusal
             try:
                 run_id = await self.starter.start_run(
                     agent,
@@ -219,7 +219,7 @@ class Service:
                 )
             except StartLimitReached as reached:
                 return await self.gate.limited(requester, reached)
-        return Outcome("started", run=await self.store.get_run(run_id))
+            return Outcome("started", run=await self.store.get_run(run_id))
 
     async def thread_reply(
         self,
