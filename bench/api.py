@@ -193,7 +193,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     bot, slack_url = f"http://127.0.0.1:{bot_port}", f"http://127.0.0.1:{slack_port}"
     store = Store(db_url)
     token, secret = new_key_secrets()
-    await api_ops.create_key(store.db, "bench", token, secret, [])
+    await api_ops.create_key(store.db, "bench", token, secret, list(CHANNELS))
     await api_ops.set_key_quota(store.db, "bench", 1_000_000)  # measure, do not throttle
     await store.close()
     out: dict[str, list[Any]] = {"create": [], "wake": [], "decided": [], "failures": []}
