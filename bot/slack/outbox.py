@@ -35,6 +35,9 @@ log = logging.getLogger("sayso.outbox")
 
 PACED_PER_SLOT = 8
 """Claimed rows at most, per slot, counting those waiting for their pace."""
+SENDER_LEASE = 4.0
+"""Seconds the sending dispatcher's lease lasts (renewed every half): a replica that dies holds
+Slack writes back for at most this long (plus a standby's next bid)."""
 
 
 class OutboxDispatcher(RowSender):
@@ -56,7 +59,7 @@ class OutboxDispatcher(RowSender):
         max_outage_backoff: float = 5.0,
         on_posted: Callable[[OutboxRow, str], Awaitable[None]] | None = None,
         exclusive: bool = True,
-        sender_lease: float = 4.0,
+        sender_lease: float = SENDER_LEASE,
     ) -> None:
         """`on_posted(row, ts)` runs once a row's message has its ts (posted, or found after
         an uncertain attempt): the service records it (a run's thread, a card's message_ts).
