@@ -87,23 +87,10 @@ RULE_KEYS = {
     "escalate_to",
 }
 MATCHERS = {"equals", "one_of", "glob", "regex"}
-API_TOOL_KEYS = {
-    "approvers",
-    "min_approvals",
-    "allow_self_approval",
-    "require_reason",
-    "expires_in",
-    "rules",
-}
-API_RULE_KEYS = {
-    "name",
-    "when",
-    "approvers",
-    "min_approvals",
-    "allow_self_approval",
-    "require_reason",
-    "expires_in",
-}
+NOT_FOR_API = {"escalate_after", "escalate_to", "standing_approval", "require_approval"}
+"""What API requests do not take from the file (an API request always asks a person)."""
+API_TOOL_KEYS = TOOL_KEYS - NOT_FOR_API
+API_RULE_KEYS = RULE_KEYS - NOT_FOR_API
 ANY = "*"
 
 
