@@ -12,14 +12,17 @@ import pytest
 from bot.service.api_requests import new_key_secrets
 from store import Store
 from store import api as api_ops
-from tests.fault.cluster import Cluster
+from tests.fault.cluster import Cluster, Replica
 from tests.fault.slack import SECRET, click_payload, form_body, post, signed_headers
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
-async def test_a_decision_on_one_replica_wakes_a_long_poll_on_the_other(cluster: Cluster) -> None:
-    # Sweeps every 30 s: only the notification can wake the waiter in time.
+async def _two_replicas_and_a_key(
+    cluster: Cluster, per_minute: int | None = None
+) -> tuple[Replica, Replica, str]:
+    """Two replicas that sweep every 30 s (only a notification reaches the other in time) and
+    an API key for C_GENERAL."""
     a, b = await asyncio.gather(
         cluster.start("replica-a", sweep_interval=30), cluster.start("replica-b", sweep_interval=30)
     )
@@ -27,8 +30,15 @@ async def test_a_decision_on_one_replica_wakes_a_long_poll_on_the_other(cluster:
     try:
         token, _ = new_key_secrets()
         assert await api_ops.create_key(store.db, "ci", token, "whsec_x", ["C_GENERAL"])
+        if per_minute is not None:
+            assert await api_ops.set_key_quota(store.db, "ci", per_minute)
     finally:
         await store.close()
+    return a, b, token
+
+
+async def test_a_decision_on_one_replica_wakes_a_long_poll_on_the_other(cluster: Cluster) -> None:
+    a, b, token = await _two_replicas_and_a_key(cluster)
     auth = {"Authorization": f"Bearer {token}"}
     async with aiohttp.ClientSession(headers=auth) as session:
         body = {"title": "Deploy", "tool": "deploy", "channel": "C_GENERAL"}
@@ -63,16 +73,7 @@ async def test_a_decision_on_one_replica_wakes_a_long_poll_on_the_other(cluster:
 
 
 async def test_two_replicas_share_a_keys_quota(cluster: Cluster) -> None:
-    a, b = await asyncio.gather(
-        cluster.start("replica-a", sweep_interval=30), cluster.start("replica-b", sweep_interval=30)
-    )
-    store = Store(cluster.db_url, replica_id="observer")
-    try:
-        token, _ = new_key_secrets()
-        assert await api_ops.create_key(store.db, "ci", token, "whsec_x", ["C_GENERAL"])
-        assert await api_ops.set_key_quota(store.db, "ci", 10)
-    finally:
-        await store.close()
+    a, b, token = await _two_replicas_and_a_key(cluster, per_minute=10)
     async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as session:
         statuses = []
         for i in range(12):  # alternately on each replica: one quota, not one each
