@@ -36,6 +36,17 @@ def key_hash(token: str) -> str:
 
 
 @dataclass(frozen=True)
+class KeyPolicy:
+    """What the operator set on a key (None: not set, the defaults apply)."""
+
+    approvers: tuple[str, ...] | None = None
+    min_approvals: int | None = None
+    allow_self_approval: bool | None = None
+    expires_in: int | None = None
+    """Seconds: the default expiry of the key's requests, and their longest."""
+
+
+@dataclass(frozen=True)
 class ApiKey:
     name: str
     webhook_secret: str
@@ -44,12 +55,7 @@ class ApiKey:
     revoked_at: datetime | None
     per_minute: int | None = None
     """Requests per minute this key may make (None: the default, 60)."""
-    approvers: tuple[str, ...] | None = None
-    """The key's own policy (issue 21, finding 7); None: not set, the defaults apply."""
-    min_approvals: int | None = None
-    allow_self_approval: bool | None = None
-    expires_in: int | None = None
-    """Seconds: the default expiry of the key's requests, and their longest."""
+    policy: KeyPolicy = KeyPolicy()  # the key's own approval policy (issue 21, finding 7)
 
 
 @dataclass(frozen=True)
@@ -90,10 +96,12 @@ def _key(row: Any) -> ApiKey:
         created_at=row.created_at,
         revoked_at=row.revoked_at,
         per_minute=row.per_minute,
-        approvers=tuple(row.approvers) if row.approvers else None,
-        min_approvals=row.min_approvals,
-        allow_self_approval=row.allow_self_approval,
-        expires_in=row.expires_in,
+        policy=KeyPolicy(
+            approvers=tuple(row.approvers) if row.approvers else None,
+            min_approvals=row.min_approvals,
+            allow_self_approval=row.allow_self_approval,
+            expires_in=row.expires_in,
+        ),
     )
 
 

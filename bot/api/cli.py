@@ -121,13 +121,14 @@ async def _create_key(store: Any, args: argparse.Namespace, settings: Settings) 
 
 def key_policy_text(key: Any) -> str:
     """A key's own policy in one line (`keys list`)."""
-    parts = [f"approvers {','.join(key.approvers)}" if key.approvers else "any approver"]
-    if key.min_approvals:
-        parts.append(f"min {key.min_approvals}")
-    if key.allow_self_approval is False:
+    policy = key.policy
+    parts = [f"approvers {','.join(policy.approvers)}" if policy.approvers else "any approver"]
+    if policy.min_approvals:
+        parts.append(f"min {policy.min_approvals}")
+    if policy.allow_self_approval is False:
         parts.append("no self-approval")
-    if key.expires_in:
-        parts.append(f"expires in {key.expires_in}s")
+    if policy.expires_in:
+        parts.append(f"expires in {policy.expires_in}s")
     return ", ".join(parts)
 
 

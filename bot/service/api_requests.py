@@ -19,7 +19,7 @@ from bot.agent.schema_tool import API_AGENT_PREFIX, schema_errors_off_loop
 from bot.service.decide import Decider
 from bot.service.events import Events, RequestSettled
 from bot.service.notifier import RequestNotifier
-from bot.service.policy.api import Asked, KeyPolicy, PolicyRefusal, narrowed, operator_policy
+from bot.service.policy.api import Asked, PolicyRefusal, narrowed, operator_policy
 from bot.service.policy.effective import Policies
 from bot.service.policy.rules import EffectivePolicy
 from bot.service.presenting import SafePresenter
@@ -141,9 +141,8 @@ class ApiRequests:
         """The request's approval policy: the key's, the policy file's `api:` entry for the
         key and tool (and its first matching rule), narrowed by what the caller asked."""
         book = self.policies.policy_file
-        own = KeyPolicy(key.approvers, key.min_approvals, key.allow_self_approval, key.expires_in)
         policy, capped = operator_policy(
-            own,
+            key.policy,
             book.api_override(key.name, tool) if book is not None else None,
             arguments,
             default_approvers=self.policies.default_approvers,

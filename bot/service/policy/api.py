@@ -16,21 +16,11 @@ from datetime import timedelta
 from typing import Any
 
 from bot.service.policy.rules import EffectivePolicy, ToolSettings, apply_rule
+from store.api import KeyPolicy
 
 
 class PolicyRefusal(ValueError):
     """A caller asked for more than the key's policy allows: `field: why`."""
-
-
-@dataclass(frozen=True)
-class KeyPolicy:
-    """What the operator set on a key (None: not set, the defaults apply)."""
-
-    approvers: tuple[str, ...] | None = None
-    min_approvals: int | None = None
-    allow_self_approval: bool | None = None
-    expires_in: int | None = None
-    """Seconds: the default expiry of the key's requests, and their longest."""
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,11 @@ from dataclasses import replace
 from typing import Any
 
 from bot.agent import Agent, Tool
-from bot.service.policy.api import ApiOverride, KeyPolicy, operator_policy
+from bot.service.policy.api import ApiOverride, operator_policy
 from bot.service.policy.effective import Policies
 from bot.service.policy.rules import EffectivePolicy, apply_rule, evaluate
 from bot.service.registry import AgentRegistry
+from store.api import KeyPolicy
 
 COLUMNS = ("agent", "tool", "approval", "approvers", "quorum", "self", "reason", "escalation")
 
