@@ -128,6 +128,18 @@ def serve(argv: list[str]) -> None:
                 break
             depth += word.count("(") - word.count(")")
         sql[f"{verb} {table}"] += 1
+        if os.environ.get("BENCH_SQL_WHERE"):
+            import greenlet
+
+            g = greenlet.getcurrent()
+            f = g.parent.gr_frame if g.parent is not None else sys._getframe(1)
+            where = []
+            while f is not None and len(where) < 3:
+                name = f.f_code.co_filename
+                if ("/store/" in name or "/bot/" in name) and "store/db.py" not in name:
+                    where.append(f"{Path(name).name}:{f.f_code.co_name}")
+                f = f.f_back
+            sql["@ " + " < ".join(where)] += 1
 
     @event.listens_for(Pool, "checkout")
     def count_checkout(*_: Any) -> None:
@@ -268,9 +280,14 @@ async def idle_cpu(bot: Any, seconds: float) -> float:
     from common import cpu_seconds
 
     await settle(bot)
+    before = await counters(bot)
     cpu0 = cpu_seconds(bot.proc.pid)
     await asyncio.sleep(seconds)
-    return (cpu_seconds(bot.proc.pid) - cpu0) / seconds
+    cpu = (cpu_seconds(bot.proc.pid) - cpu0) / seconds
+    after = await counters(bot)
+    sql = {k: round((v - before["sql"].get(k, 0)) / seconds, 2) for k, v in after["sql"].items()}
+    print("idle SQL per second:", {k: v for k, v in sorted(sql.items(), key=lambda i: -i[1]) if v})
+    return cpu
 
 
 async def profiled(

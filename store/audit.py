@@ -120,10 +120,15 @@ async def _adopt_unchained(conn: AsyncConnection, head_id: int, head_hash: str) 
 
 
 async def add_audit(
-    conn: AsyncConnection, *, now: datetime | None = None, **entry: Unpack[AuditEntry]
+    conn: AsyncConnection,
+    *,
+    now: datetime | None = None,
+    request: Any = None,
+    **entry: Unpack[AuditEntry],
 ) -> None:
     """Append one event inside the caller's transaction (it commits with the change); the
-    chain's head stays locked until then."""
+    chain's head stays locked until then. `request`: the approval request's record as this
+    transaction left it, when the caller has it (observers read it instead of querying)."""
     tool_name = entry.get("tool_name")
     run_id = entry.get("run_id")
     values: dict[str, Any] = {
@@ -138,9 +143,10 @@ async def add_audit(
         "outcome": entry["outcome"],
         "detail": entry.get("detail"),
     }
+    seen = {**values, "request": request} if request is not None else values
     for observer in AUDIT_OBSERVERS:  # before the head is locked: the lock is held briefly
         try:
-            await observer(conn, values)
+            await observer(conn, seen)
         except Exception:
             log.exception("event=audit_observer_failed action=%s", values["action"])
     head = await _lock_head(conn, run_id)

@@ -41,6 +41,7 @@ async def _audit_expiry(
         outcome="expired",
         detail=detail,
         now=now,
+        request=r,
     )
 
 
@@ -141,6 +142,7 @@ async def decide(
             outcome=_attempt_outcome(request, won),
             detail=_attempt_detail(request, won, status, reason),
             now=now,
+            request=request if won else None,
         )
         if won and request is not None and claim is not None:
             lease = await _claim_if_ready(conn, request, claim, now)

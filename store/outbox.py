@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -101,16 +102,21 @@ class Outbox:
         payload: dict[str, Any] | None = None,
         expires_in: float | None = None,
         delay: float = 0.0,
+        only: str | None = None,
         conn: AsyncConnection | None = None,
     ) -> int:
-        """Set the latest desired state of `key`; returns its version.
+        """Set the latest desired state of `key`; returns its version (0: nothing written,
+        see `only`).
 
         `payload` holds the Web API arguments (text and blocks may be given on their own);
         `thread_key` names the row whose message is the thread, `after` a row that must be
         posted first. `expires_in` (seconds) drops the row when it could not be sent in
         time. `delay` holds a row that had nothing pending for that long (a debounce: puts
-        arriving meanwhile coalesce); a row already pending keeps its time. With `conn`, the
-        put joins the caller's transaction (the caller wakes the dispatcher: `wake(key)`)."""
+        arriving meanwhile coalesce); a row already pending keeps its time. `only="new"`
+        writes only a row that does not exist yet (a card is put once), `only="existing"`
+        only one that does (an update of a message that may never have been shown). With
+        `conn`, the put joins the caller's transaction (the caller wakes the dispatcher:
+        `wake(key)`)."""
         if kind not in KINDS:
             raise ValueError(f"unknown outbox kind {kind!r} (one of {', '.join(KINDS)})")
         body = dict(payload or {})
@@ -127,72 +133,71 @@ class Outbox:
             "after_key": after,
             "user_id": user,
         }
+        put = _Put(key, target, body, expires_in, delay, only)
         if conn is not None:
-            return await self._put(conn, key, target, body, expires_in, delay)
+            return await self._put(conn, put)
         async with self.db.write() as own:
-            version = await self._put(own, key, target, body, expires_in, delay)
-            await self._notify(own, key)
-        self._wake_local(key)
+            version = await self._put(own, put)
+            if version:
+                await self._notify(own, key)
+        if version:
+            self._wake_local(key)
         return version
 
-    async def _put(
-        self,
-        conn: AsyncConnection,
-        key: str,
-        target: dict[str, Any],
-        body: dict[str, Any],
-        expires_in: float | None,
-        delay: float,
-    ) -> int:
+    async def _put(self, conn: AsyncConnection, put: _Put) -> int:
+        """One statement in the common case: the update of an existing row (its new version
+        returned), else the insert of a new one."""
         now = utcnow()
-        expires = now + timedelta(seconds=expires_in) if expires_in is not None else None
-        query = sa.select(ob.c.version, ob.c.state, ob.c.ts)
-        query = query.where(ob.c.key == key)
-        if self.db.is_postgres:
-            query = query.with_for_update()
-        seen = (await conn.execute(query)).first()
-        if seen is None:
-            inserted = await conn.execute(
-                insert_ignore_key(self.db).values(
-                    key=key,
-                    state=PENDING,
-                    payload=body,
-                    version=1,
-                    sent_version=0,
-                    progress=0,
-                    unsure=False,
-                    attempts=0,
-                    next_attempt_at=now + timedelta(seconds=delay),
-                    expires_at=expires,
-                    created_at=now,
-                    updated_at=now,
-                    pending_since=now,
-                    **target,
-                )
+        expires = now + timedelta(seconds=put.expires_in) if put.expires_in is not None else None
+        if put.only != "new":
+            idle = ob.c.state != PENDING  # nothing was pending: due now (or after the debounce)
+            values: dict[str, Any] = {
+                "payload": put.body,
+                "version": ob.c.version + 1,
+                "state": PENDING,
+                "updated_at": now,
+                "last_error": None,
+                "next_attempt_at": sa.case(
+                    (idle, now + timedelta(seconds=put.delay)), else_=ob.c.next_attempt_at
+                ),
+                "attempts": sa.case((idle, 0), else_=ob.c.attempts),
+                "pending_since": sa.case((idle, now), else_=ob.c.pending_since),
+            }
+            if expires is not None:
+                values["expires_at"] = expires
+            for column, value in put.target.items():  # fixed once posted; before, a put moves it
+                if value is not None and column != "kind":
+                    values[column] = sa.case((ob.c.ts.is_(None), value), else_=ob.c[column])
+            updated = await conn.scalar(
+                ob.update().where(ob.c.key == put.key).values(**values).returning(ob.c.version)
             )
-            if inserted.rowcount == 1:
-                return 1
-            return await self._put(conn, key, target, body, expires_in, delay)  # raced
-        idle = seen.state != PENDING
-        values: dict[str, Any] = {
-            "payload": body,
-            "version": seen.version + 1,
-            "state": PENDING,
-            "updated_at": now,
-            "last_error": None,
-        }
-        if expires is not None:
-            values["expires_at"] = expires
-        if idle:  # nothing was pending: due now (or after the debounce)
-            values["next_attempt_at"] = now + timedelta(seconds=delay)
-            values["attempts"] = 0
-            values["pending_since"] = now
-        if seen.ts is None:  # the target is fixed once posted; before, a newer put moves it
-            values.update({k: v for k, v in target.items() if v is not None and k != "kind"})
-        await conn.execute(
-            ob.update().where(ob.c.key == key, ob.c.version == seen.version).values(**values)
+            if updated is not None:
+                return int(updated)
+            if put.only == "existing":
+                return 0
+        inserted = await conn.execute(
+            insert_ignore_key(self.db).values(
+                key=put.key,
+                state=PENDING,
+                payload=put.body,
+                version=1,
+                sent_version=0,
+                progress=0,
+                unsure=False,
+                attempts=0,
+                next_attempt_at=now + timedelta(seconds=put.delay),
+                expires_at=expires,
+                created_at=now,
+                updated_at=now,
+                pending_since=now,
+                **put.target,
+            )
         )
-        return int(seen.version) + 1
+        if inserted.rowcount == 1:
+            return 1
+        if put.only == "new":
+            return 0
+        return await self._put(conn, put)  # raced with another insert: update it
 
     # -- the dispatcher -----------------------------------------------------------------------
 
@@ -204,13 +209,29 @@ class Outbox:
         *,
         lease_seconds: float = 60.0,
     ) -> list[OutboxRow]:
+        """Claim up to `limit` due rows (see `claim`)."""
+        rows, _ = await self.claim(owner, limit, now, lease_seconds=lease_seconds)
+        return rows
+
+    async def claim(
+        self,
+        owner: str,
+        limit: int = 20,
+        now: datetime | None = None,
+        *,
+        lease_seconds: float = 60.0,
+    ) -> tuple[list[OutboxRow], float | None]:
         """Claim up to `limit` due rows, oldest first in each channel, the channels in turn
         (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so dispatchers claiming at once take different
-        rows). A claimed row without a ts is
-        marked `unsure` in the same transaction, before anything is sent. `owner` is logged
-        only: each claim carries a fresh token, the fencing token of `mark_*`."""
+        rows), in one transaction. A claimed row without a ts is marked `unsure` in it, before
+        anything is sent. The claim's fresh token is the fencing token of `mark_*`; `owner`
+        is logged only.
+
+        Also returns, when fewer than `limit` rows were due, the seconds until the next row
+        nobody holds becomes due (None: none is waiting for a time), so a dispatcher knows
+        how long it may sleep without polling."""
         if limit <= 0:
-            return []
+            return [], None
         now = now or utcnow()
         expires = now + timedelta(seconds=lease_seconds)
         # channels take turns: each one's oldest due row first, then each one's second, ...
@@ -232,27 +253,63 @@ class Outbox:
         )
         if self.db.is_postgres:
             query = query.with_for_update(skip_locked=True, of=ob)
+        token = uuid.uuid4().hex  # one claim, one token: each row's fencing token
         claimed: list[OutboxRow] = []
+        next_due: float | None = None
         async with self.db.write() as conn:
             rows = (await conn.execute(query)).all()
-            threads = await self._thread_ts(conn, [r.thread_key for r in rows if r.thread_key])
-            for r in rows:
-                token = uuid.uuid4().hex
-                unsure = bool(r.unsure) or (r.ts is None and r.kind in ("message", "stream"))
-                written = await conn.execute(
-                    ob.update()
-                    .where(ob.c.key == r.key, ob.c.version == r.version, claim_free(now))
-                    .values(claim_token=token, claim_expires_at=expires, unsure=unsure)
-                )
-                if written.rowcount != 1:
-                    continue
-                m = dict(r._mapping)
-                m.update(claim_token=token, claim_expires_at=expires)
-                # `unsure` as it was before this claim: did an earlier attempt maybe post?
-                claimed.append(outbox_row(m, threads.get(r.thread_key or "")))
+            if rows:
+                claimed = await self._take(conn, rows, token, now, expires)
+            if len(rows) < limit:
+                next_due = await self._next_due(conn, now)
         if claimed:
             log.debug("event=outbox_claimed owner=%s rows=%d", owner, len(claimed))
+        return claimed, next_due
+
+    async def _take(
+        self,
+        conn: AsyncConnection,
+        rows: Sequence[Any],
+        token: str,
+        now: datetime,
+        expires: datetime,
+    ) -> list[OutboxRow]:
+        """Mark the selected rows claimed with `token`, in one statement; returns those this
+        claim holds (all of them: the rows are locked on PostgreSQL, and on SQLite this
+        transaction is the one writer; `RETURNING` says so rather than assuming it)."""
+        threads = await self._thread_ts(conn, [r.thread_key for r in rows if r.thread_key])
+        may_post = sa.and_(ob.c.ts.is_(None), ob.c.kind.in_(("message", "stream")))
+        taken = await conn.scalars(
+            ob.update()
+            .where(ob.c.key.in_([r.key for r in rows]), claim_free(now))
+            .values(
+                claim_token=token,
+                claim_expires_at=expires,
+                unsure=sa.case((sa.or_(ob.c.unsure, may_post), sa.true()), else_=sa.false()),
+            )
+            .returning(ob.c.key)
+        )
+        held_keys = set(taken.all())
+        claimed: list[OutboxRow] = []
+        for r in rows:
+            if r.key not in held_keys:
+                continue
+            m = dict(r._mapping)
+            m.update(claim_token=token, claim_expires_at=expires)
+            # `unsure` as it was before this claim: did an earlier attempt maybe post?
+            claimed.append(outbox_row(m, threads.get(r.thread_key or "")))
         return claimed
+
+    @staticmethod
+    async def _next_due(conn: AsyncConnection, now: datetime) -> float | None:
+        at = await conn.scalar(
+            sa.select(sa.func.min(ob.c.next_attempt_at)).where(
+                ob.c.state == PENDING, ob.c.next_attempt_at > now, claim_free(now)
+            )
+        )
+        if at is None:
+            return None
+        return max(0.0, (aware(at) - now).total_seconds())
 
     @staticmethod
     async def _thread_ts(conn: AsyncConnection, keys: list[str]) -> dict[str, str]:
@@ -421,6 +478,21 @@ class Outbox:
         async with self.db.read() as conn:
             return await conn.scalar(sa.select(ob.c.ts).where(ob.c.key == key))
 
+    async def pending_stats(self, now: datetime | None = None) -> tuple[int, float]:
+        """The queue depth and the oldest pending row's age in seconds, in one query."""
+        now = now or utcnow()
+        async with self.db.read() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(sa.func.count(), sa.func.min(ob.c.pending_since)).where(
+                        ob.c.state == PENDING
+                    )
+                )
+            ).one()
+        count, oldest = int(row[0] or 0), row[1]
+        age = 0.0 if oldest is None else max(0.0, (now - aware(oldest)).total_seconds())
+        return count, age
+
     async def pending_count(self) -> int:
         """Rows with something left to send (queue depth)."""
         async with self.db.read() as conn:
@@ -495,6 +567,16 @@ class Outbox:
 
 def _nobody() -> bool:
     return False
+
+
+@dataclass(frozen=True)
+class _Put:
+    key: str
+    target: dict[str, Any]
+    body: dict[str, Any]
+    expires_in: float | None
+    delay: float
+    only: str | None
 
 
 __all__ = ["CHANNEL", "DROPPED", "FAILED", "KINDS", "PENDING", "SENT", "Outbox", "OutboxRow"]

@@ -263,6 +263,14 @@ async def _on_audit(conn: AsyncConnection, event: Mapping[str, Any]) -> None:
         (action == "decide" and outcome == "won") or (action == "expire" and outcome == "expired")
     ):
         return
+    record = event.get("request")
+    if record is not None:  # the decider's own record: no query
+        principals = [*record.approvers, *(["*"] if record.anyone else [])]
+        seconds = None
+        if record.decided_at is not None and record.created_at is not None:
+            seconds = (record.decided_at - record.created_at).total_seconds()
+        decision(record.status, who_may_decide(principals), seconds)
+        return
     req = approval_requests.c
     query = (  # one query: the request and who may decide it
         sa.select(req.status, req.created_at, req.decided_at, request_approvers.c.principal)

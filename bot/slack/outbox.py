@@ -35,6 +35,8 @@ log = logging.getLogger("sayso.outbox")
 
 PACED_PER_SLOT = 8
 """Claimed rows at most, per slot, counting those waiting for their pace."""
+COALESCE = 0.005
+"""Seconds a dispatcher woken by a put waits for the puts of the same moment (one claim)."""
 SENDER_LEASE = 4.0
 """Seconds the sending dispatcher's lease lasts (renewed every half): a replica that dies holds
 Slack writes back for at most this long (plus a standby's next bid)."""
@@ -92,6 +94,9 @@ class OutboxDispatcher(RowSender):
         self._last_sweep = 0.0
         self._calling: set[str] = set()  # rows whose send made a Web API call (until done)
         self._pacing = 0  # rows waiting for their pace (they hold no slot)
+        self._claim_wanted = True  # something may be due: a put, a post, a freed slot
+        self._backlog = False  # the last claim filled every free slot: more may be due
+        self._due_at = 0.0  # (monotonic) when the next row nobody holds becomes due
         self._stopping = False
         self.on_posted = on_posted
         self.exclusive = exclusive
@@ -156,11 +161,28 @@ class OutboxDispatcher(RowSender):
         await self.calls.close()
 
     def wake(self, _key: str | None = None) -> None:
+        """A row was put (here or, through NOTIFY, on another replica): claim soon."""
+        self._claim_wanted = True
+        self._woken.set()
+
+    def due_in(self, seconds: float) -> None:
+        """A row this dispatcher handed back becomes due again in `seconds`."""
+        self._due_at = min(self._due_at, time.monotonic() + seconds)
+        self._woken.set()
+
+    def slot_freed(self, unblocked: bool = False) -> None:
+        """A send ended or started waiting for its pace; `unblocked`: it posted a message that
+        other rows may wait for (their thread, or the row they come after)."""
+        if unblocked or self._backlog:
+            self._claim_wanted = True
         self._woken.set()
 
     # -- the loop -----------------------------------------------------------------------------
 
     async def _run(self) -> None:
+        """Claims only when something may be due: a put, a post that unblocks rows, a freed
+        slot while rows were left unclaimed, or the time the store said the next row is due
+        (returned with each claim). An idle dispatcher makes no query but its sweep."""
         while True:
             self._woken.clear()
             try:
@@ -170,18 +192,41 @@ class OutboxDispatcher(RowSender):
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._woken.wait(), self.sweep_interval)
                     continue
-                claimed = await self.run_once()
+                if self._claim_wanted or time.monotonic() >= self._due_at:
+                    await self._claim()
                 if time.monotonic() - self._last_sweep >= self.sweep_interval:
                     await self.sweep()
-                wait = 0.0 if claimed and self._free_slots() else await self._idle_wait()
+                wait = self._idle_wait()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the database is away: try again after a sweep interval
                 log.warning("event=outbox_loop_failed error=%r", exc)
+                self._claim_wanted = True
                 wait = self.sweep_interval
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._woken.wait(), wait)
+
+    async def _claim(self) -> None:
+        self._claim_wanted = False
+        free = self._free_slots()
+        if free <= 0:
+            self._backlog = True
+            return
+        if not self._backlog:  # woken by a put: let the puts of the same moment join in
+            await asyncio.sleep(COALESCE)
+        claimed, due_in = await self.run_once()
+        self._backlog = claimed >= free
+        now = time.monotonic()
+        self._due_at = now + (self.sweep_interval if due_in is None else due_in)
+        if self._backlog:
+            self._claim_wanted = True
+
+    def _idle_wait(self) -> float:
+        if self._claim_wanted and self._free_slots() > 0:
+            return 0.0
+        next_sweep = self._last_sweep + self.sweep_interval
+        return max(0.0, min(self._due_at, next_sweep) - time.monotonic())
 
     def _sending(self) -> bool:
         """Is this dispatcher the one sending now (it holds the sender lease, or every one
@@ -203,12 +248,6 @@ class OutboxDispatcher(RowSender):
         self._next_bid = now + min(self.sweep_interval, self.sender_lease / 4)
         return held
 
-    async def _idle_wait(self) -> float:
-        due_in = await self.outbox.next_due_in()
-        if due_in is None:
-            return self.sweep_interval
-        return min(self.sweep_interval, max(due_in, 0.02) if due_in > 0 else self.sweep_interval)
-
     def _free_slots(self) -> int:
         """Rows waiting for their pace (a burst in one channel) do not hold the slots other
         channels' rows are sent in; claimed rows stay bounded all the same."""
@@ -217,22 +256,23 @@ class OutboxDispatcher(RowSender):
             self.concurrency - sending, PACED_PER_SLOT * self.concurrency - len(self._inflight)
         )
 
-    async def run_once(self) -> int:
-        """Claim what is due (up to the free slots) and start sending it; returns how many."""
+    async def run_once(self) -> tuple[int, float | None]:
+        """Claim what is due (up to the free slots) and start sending it; returns how many,
+        and the seconds until the next row becomes due (None: unknown or none)."""
         free = self._free_slots()
         if free <= 0:
-            return 0
+            return 0, None
         claimed_at = time.monotonic()  # before the claim: the lease is measured from here
-        rows = await self.outbox.claim_due(self.owner, free, lease_seconds=self.lease_seconds)
+        rows, due_in = await self.outbox.claim(self.owner, free, lease_seconds=self.lease_seconds)
         for row in rows:
             task = asyncio.create_task(self._send(row, claimed_at), name=f"out:{row.key}")
             self._inflight.add(task)
             task.add_done_callback(self._sent)
-        return len(rows)
+        return len(rows), due_in
 
     def _sent(self, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)
-        self._woken.set()
+        self.slot_freed()
 
     async def sweep(self) -> None:
         """Drop expired rows and refresh the queue counters."""
@@ -246,8 +286,7 @@ class OutboxDispatcher(RowSender):
     async def refresh_stats(self) -> None:
         """Queue depth and the oldest row's age, from the store (the same on every replica)."""
         self._last_sweep = time.monotonic()
-        self.stats.pending = await self.outbox.pending_count()
-        self.stats.oldest_seconds = await self.outbox.oldest_pending_age()
+        self.stats.pending, self.stats.oldest_seconds = await self.outbox.pending_stats()
 
     async def drain(self, timeout: float = 30.0) -> None:  # noqa: ASYNC109 - a test helper
         """Until nothing is pending (tests, `sayso demo` shutdown); AssertionError on timeout."""

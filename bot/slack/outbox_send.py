@@ -92,6 +92,12 @@ class RowSender:
     _woken: asyncio.Event
     _stopping: bool
 
+    def slot_freed(self, unblocked: bool = False) -> None:
+        """(OutboxDispatcher) a send ended or waits for its pace; `unblocked`: it posted."""
+
+    def due_in(self, seconds: float) -> None:
+        """(OutboxDispatcher) a row handed back becomes due again in `seconds`."""
+
     async def _send(self, row: OutboxRow, claimed_at: float) -> None:
         try:
             await self._send_row(row, claimed_at)
@@ -111,6 +117,7 @@ class RowSender:
                 count=False,
                 maybe_sent=row.unsure,
             )
+            self.due_in(released.retry_in)
             return
         except Outcome as outcome:
             await self._failed(row, outcome)
@@ -129,10 +136,13 @@ class RowSender:
         if ts == "dropped":
             self.stats.expired += 1
             await self.outbox.drop(row.key, "expired" if not row.unsure else "unsure", claim=claim)
+            self.slot_freed(unblocked=True)  # rows after it no longer wait for it
             return
         self._down_backoff = 0.0
         self.stats.sent += 1
         await self.outbox.mark_sent(row.key, row.version, ts, claim=claim, progress=progress)
+        if ts is not None and ts != row.ts:
+            self.slot_freed(unblocked=True)  # rows of its thread, or after it, may go now
         if ts is not None and ts != row.ts and self.on_posted is not None:
             try:
                 await self.on_posted(row, ts)
@@ -167,6 +177,10 @@ class RowSender:
             maybe_sent=row.unsure or outcome.maybe_sent,
             count=outcome.kind not in ("ratelimited", "down"),
         )
+        if retry_in is not None:
+            self.due_in(retry_in)
+        else:
+            self.slot_freed(unblocked=True)  # rows after it no longer wait for it
 
     async def _deliver(self, row: OutboxRow, claimed_at: float) -> tuple[str | None, int | None]:
         """Send the row's latest version; (ts, stream progress) when done."""
@@ -302,10 +316,10 @@ class RowSender:
         team = row.team_id or ""
         wait = self.pacer.reserve(team, method, row.channel, min(budget, self.max_pace_wait))
         if wait is None:
-            raise Released(self.pacer.delay(team, method, row.channel))
+            raise Released(self.pacer.defer(team, method, row.channel, self.max_pace_wait))
         if wait > 0:  # waiting for its pace holds no slot: others are claimed meanwhile
             self._pacing += 1
-            self._woken.set()
+            self.slot_freed()
             try:
                 await asyncio.sleep(wait)
             finally:

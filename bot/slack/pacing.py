@@ -38,6 +38,7 @@ class Bucket:
     rate: float
     burst: int
     tat: float = 0.0  # when the bucket would be empty of debt (theoretical arrival time)
+    deferred: float = 0.0  # the last slot promised to a call sent back to wait (see defer)
 
     def delay(self, now: float) -> float:
         """Seconds until a call may go (0: now)."""
@@ -49,6 +50,13 @@ class Bucket:
         wait = self.delay(now)
         self.tat = max(self.tat, now) + 1.0 / self.rate
         return wait
+
+    def defer(self, now: float, max_wait: float) -> float:
+        """Seconds after which a call that could not reserve within `max_wait` should come
+        back: each deferred call is promised the next slot after those promised before it, so
+        a queue of them returns one slot apart (not all at once, to be sent back again)."""
+        self.deferred = max(self.deferred, self.tat) + 1.0 / self.rate
+        return max(0.0, self.deferred - (self.burst - 1) / self.rate - max_wait - now)
 
     def hold(self, until: float) -> None:
         """Nothing goes before `until` (Retry-After)."""
@@ -94,6 +102,12 @@ class Pacer:
     def delay(self, team: str, method: str, channel: str | None) -> float:
         bucket = self._bucket(team, method, channel)
         return 0.0 if bucket is None else bucket.delay(time.monotonic())
+
+    def defer(self, team: str, method: str, channel: str | None, max_wait: float) -> float:
+        """A call `reserve` refused: the seconds after which to try it again (its turn among
+        the calls deferred before it)."""
+        bucket = self._bucket(team, method, channel)
+        return 0.0 if bucket is None else bucket.defer(time.monotonic(), max_wait)
 
     def retry_after(self, team: str, method: str, channel: str | None, seconds: float) -> None:
         """Slack answered 429: hold the method (the channel, for chat.postMessage)."""

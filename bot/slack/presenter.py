@@ -190,17 +190,16 @@ class SlackPresenter:
         """Put the request's card (once: a card row already in the outbox is the card). Its
         ts comes later, through the dispatcher's `on_posted` (bot/slack/posted.py)."""
         key = f"card:{request.id}"
-        if await self.writes.exists(key):
-            return None
         channel = self.card_channel(run, request)
         if channel is None:
             return None
         card = card_info(request, run, self.agents)
         message = cards.request_card(card)
         if channel == run.channel_id:
-            await self.writes.message(key, channel, message, **_thread(run))
+            await self.writes.message(key, channel, message, **_thread(run), only="new")
             return None
-        await self.writes.message(key, channel, message)
+        if not await self.writes.message(key, channel, message, only="new"):
+            return None  # put before: the link was put with it
         link = messages.card_elsewhere(card, channel, None)
         await self._post(run, f"elsewhere:{request.id}", link)
         return None
@@ -263,11 +262,12 @@ class SlackPresenter:
     async def update_card(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         key = f"card:{request.id}"
         message = cards.request_card(card_info(request, run, self.agents))
+        if await self.writes.message(key, request.channel_id, message, only="existing"):
+            return
         if request.channel_id and request.message_ts:  # posted before the outbox: its row
             await self.writes.known(key, request.channel_id, request.message_ts, message)
-        elif not await self.writes.exists(key):
-            return  # no card to update (the request was never shown)
-        await self.writes.message(key, request.channel_id, message)
+            await self.writes.message(key, request.channel_id, message)
+        # else no card to update (the request was never shown)
 
     async def show_activity(self, run: RunRecord) -> None:
         """The run's live checklist, folded into its root message (debounced)."""

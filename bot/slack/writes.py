@@ -44,7 +44,10 @@ class Writes:
         thread_key: str | None = None,
         after: str | None = None,
         delay: float = 0.0,
+        only: str | None = None,
     ) -> int:
+        """Put the message's latest state; `only="new"` / `"existing"`: see `Outbox.put`
+        (0: nothing written)."""
         return await self.outbox.put(
             key,
             channel=channel,
@@ -53,6 +56,7 @@ class Writes:
             after=after,
             payload=message,
             delay=delay,
+            only=only,
         )
 
     async def exists(self, key: str) -> bool:
