@@ -41,7 +41,7 @@ from bot.slack.home_refresh import HomeRefresher, home_builder
 from bot.slack.render import card_info, run_info, run_steps
 from bot.slack.streaming import AnswerStream
 from bot.slack.writes import Writes, tag
-from store import ApprovalRequestRecord, GrantRecord, RunRecord
+from store import ApprovalRequestRecord, RunRecord, StandingApproval
 from store.outbox import Outbox
 
 if TYPE_CHECKING:
@@ -240,7 +240,7 @@ class SlackPresenter:
             await self._post(run, f"auto:{notice.request.id}", message)
         return None
 
-    async def _show_standing(self, standing: GrantRecord, run: RunRecord | None) -> None:
+    async def _show_standing(self, standing: StandingApproval, run: RunRecord | None) -> None:
         """A standing approval's line: posted once, then updated in place (revoked)."""
         message = grants.grant_message(
             standing.id,
