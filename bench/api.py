@@ -45,7 +45,6 @@ from load import Proc
 from bot.serve import free_port
 from bot.service.api_requests import new_key_secrets
 from store import Store
-from store import api as api_ops
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 CHANNELS = [f"C_BENCH{i:02d}" for i in range(20)]
@@ -193,8 +192,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     bot, slack_url = f"http://127.0.0.1:{bot_port}", f"http://127.0.0.1:{slack_port}"
     store = Store(db_url)
     token, secret = new_key_secrets()
-    await api_ops.create_key(store.db, "bench", token, secret, list(CHANNELS))
-    await api_ops.set_key_quota(store.db, "bench", 1_000_000)  # measure, do not throttle
+    await store.api.create_key("bench", token, secret, list(CHANNELS))
+    await store.api.set_key_quota("bench", 1_000_000)  # measure, do not throttle
     await store.close()
     out: dict[str, list[Any]] = {"create": [], "wake": [], "decided": [], "failures": []}
     connector = aiohttp.TCPConnector(limit=0)

@@ -65,11 +65,10 @@ async def with_intake(url: str) -> Any:
     """The intake repository on a migrated database (this tree's store)."""
     sys.path.insert(0, ROOT)
     from store import Store
-    from store.intake import Intake
 
     store = Store(url, replica_id="floor")
     await store.upgrade()
-    return Intake(store.db)
+    return store.intake()
 
 
 async def main(args: argparse.Namespace) -> None:

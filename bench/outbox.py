@@ -29,8 +29,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.sandbox import SlackSandbox
 from bot.slack.outbox import OutboxDispatcher
-from store.db import Database
-from store.migrate import upgrade
+from store import Store
 from store.outbox import Outbox
 
 TOKEN = "xoxb-bench"
@@ -98,9 +97,9 @@ async def run(decisions: int, outage: float, replicas: int) -> dict[str, Any]:
     url, admin = await _database(replicas)
     sandbox = SlackSandbox(signing_secret="bench", bot_url=None, bot_token=TOKEN, rate_limits=True)
     await sandbox.start("127.0.0.1", 0)
-    dbs = [Database(url) for _ in range(replicas)]
-    await upgrade(dbs[0])
-    boxes = [Outbox(db) for db in dbs]
+    stores = [Store(url) for _ in range(replicas)]
+    await stores[0].upgrade()
+    boxes = [store.outbox() for store in stores]
     dispatchers = [
         OutboxDispatcher(
             box,
@@ -149,8 +148,8 @@ async def run(decisions: int, outage: float, replicas: int) -> dict[str, Any]:
     finally:
         for d in dispatchers:
             await d.stop(grace=1)
-        for db in dbs:
-            await db.close()
+        for store in stores:
+            await store.close()
         await sandbox.stop()
         await _drop(admin)
     return result

@@ -309,7 +309,7 @@ async def memory(bot: BotUnderTest, config: dict[str, Any]) -> dict[str, Any]:
 
 
 async def inbox(database_url: str, config: dict[str, Any], pending_share: float) -> dict[str, Any]:
-    """store.pending_for timed on a database of N approval requests."""
+    """store.requests.pending_for timed on a database of N approval requests."""
     count = config["inbox_requests"]
     started = time.perf_counter()
     await seed_requests(database_url, count, pending_share)
@@ -321,7 +321,9 @@ async def inbox(database_url: str, config: dict[str, Any], pending_share: float)
         for i in range(220):
             user = f"U_PERSON{i % 20:02d}"
             t0 = time.perf_counter()
-            _, total = await store.pending_for(user, ["S_APPROVERS"], include_anyone=True, limit=20)
+            _, total = await store.requests.pending_for(
+                user, ["S_APPROVERS"], include_anyone=True, limit=20
+            )
             if i >= 20:  # the first ones warm the pool and the statement cache
                 timings.append(time.perf_counter() - t0)
             totals.add(total)

@@ -122,9 +122,7 @@ async def cmd_db(args: argparse.Namespace, settings: Settings) -> None:
 
             if not settings.encryption_keys():
                 raise ConfigError("SAYSO_ENCRYPTION_KEYS is not set: put the new key first")
-            from store.rekey import reencrypt_report
-
-            report = await reencrypt_report(store.db, 200)
+            report = await store.reencrypt_report(200)
             print(f"re-encrypted {report.changed} value(s) with the first key")
             if report.unreadable:
                 print(

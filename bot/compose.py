@@ -74,9 +74,7 @@ def build_store(settings: Settings) -> Store:
 
 def build_outbox(store: Store) -> Outbox:
     """The process's one outbox repository (every Slack write is a row of it)."""
-    from store.outbox import Outbox
-
-    return Outbox(store.db)
+    return store.outbox()
 
 
 def build_dispatcher(store: Store, outbox: Outbox, client: AsyncWebClient) -> OutboxDispatcher:

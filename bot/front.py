@@ -26,7 +26,6 @@ from bot.slack.middleware import ReplayGuard
 from bot.slack.outbox import OutboxDispatcher
 from bot.slack.startup import NOT_CONNECTED, WorkspaceIdentity
 from store import Store
-from store.intake import Intake
 
 log = logging.getLogger("sayso.slack")
 
@@ -82,7 +81,7 @@ class Bot:
         if self.drives_runs:
             self.service.start_sweeper(self.settings.sayso_sweep_interval)
         self.intake_replayer = IntakeReplayer(
-            Intake(self.store.db),
+            self.store.intake(),
             self.app,
             owner=self.store.replica_id,
             lease=self.settings.sayso_lease_seconds,

@@ -11,7 +11,7 @@ OPERATOR = "operator"
 
 async def cancel_from_cli(store: Store, settings: Settings, run_id: str) -> int:
     """Cancel the run; when a bot token is set, update its cards and root message in Slack."""
-    done = await store.cancel_run(run_id, actor=OPERATOR, detail="sayso runs cancel")
+    done = await store.runs.cancel(run_id, actor=OPERATOR, detail="sayso runs cancel")
     if done.run is None:
         print(f"Run {run_id} not found")
         return 1

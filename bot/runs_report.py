@@ -37,7 +37,7 @@ def _t(value: datetime | None) -> str:
 
 
 async def show_runs(store: Store, *, status: str | None = None, limit: int = 50) -> None:
-    runs = await store.list_runs(status=status, limit=limit)
+    runs = await store.runs.list(status=status, limit=limit)
     if not runs:
         print("no runs" + (f" with status {status}" if status else ""))
         return
@@ -56,7 +56,7 @@ async def show_run(
     masked: Masker | None = None,
     signer: ReceiptSigner | None = None,
 ) -> int:
-    run = await store.get_run(run_id)
+    run = await store.runs.get(run_id)
     if run is None:
         print(f"Run {run_id} not found")
         return 1
@@ -79,7 +79,7 @@ async def show_run(
             f"usage      {usage.requests} model requests, "
             f"{usage.input_tokens}+{usage.output_tokens} tokens"
         )
-    requests = await store.requests_for_run(run_id)
+    requests = await store.requests.for_run(run_id)
     print(f"\napproval requests ({len(requests)})")
     for q in requests:
         who = f" by {q.decided_by} at {_t(q.decided_at)}" if q.decided_by else ""
@@ -92,7 +92,7 @@ async def show_run(
         receipt = receipt_of(q, signer)
         if receipt is not None:  # the same receipt GET /v1 and webhooks carry
             print(f"      receipt {json.dumps(receipt, separators=(',', ':'))}")
-    trail = await store.audit_trail(run_id)
+    trail = await store.audit.trail(run_id)
     print(f"\naudit trail ({len(trail)})")
     for e in trail:
         call = f" call={e.call_id}" if e.call_id else ""

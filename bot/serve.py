@@ -120,7 +120,7 @@ def observe(bot: Bot) -> None:
     from bot.ops import metrics, metrics_http, tracing
 
     metrics.install()
-    metrics.watch_store(bot.store.db, replace=True)
+    metrics.watch_store(bot.store, replace=True)
     clients = [bot.client] + ([bot.dispatcher.client] if bot.dispatcher is not None else [])
     traced = tracing.setup(bot.settings)  # `sayso[otel]` and an OTLP endpoint
     for client in clients:  # the process's own calls, and the outbox's sends

@@ -194,7 +194,7 @@ def _observe(worker: Worker, clients: list[Any], settings: Settings) -> None:
     traced = tracing.setup(settings)
     metrics.install()
     metrics.runs_in_flight.set_function(lambda: worker.runs_in_flight)
-    metrics.watch_store(worker.service.store.db)
+    metrics.watch_store(worker.service.store)
     for client in clients:
         metrics_http.count_slack_errors(client)
         if traced:

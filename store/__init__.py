@@ -1,4 +1,5 @@
-"""sayso's durable store: runs, leases, approval requests, audit and event dedup (SQLAlchemy).
+"""sayso's durable store: runs, leases, approval requests, standing approvals, the audit trail,
+the approval API's keys and event dedup (SQLAlchemy), behind `Store` and its repositories.
 
 SQLite (`sqlite+aiosqlite:///sayso.db`) for one process; PostgreSQL
 (`postgresql+asyncpg://...`) for several replicas.
@@ -11,11 +12,11 @@ from store.records import (
     ApprovalRequestRecord,
     AuditEvent,
     DecisionResult,
-    GrantRecord,
     Lease,
     LeaseLostError,
     RequestPolicy,
     RunRecord,
+    StandingApproval,
     args_hash,
 )
 from store.starts import StartLimit, StartLimitReached
@@ -27,11 +28,11 @@ __all__ = [
     "AuditEvent",
     "DecisionResult",
     "EncryptionKeyError",
-    "GrantRecord",
     "Lease",
     "LeaseLostError",
     "RequestPolicy",
     "RunRecord",
+    "StandingApproval",
     "StartLimit",
     "StartLimitReached",
     "Store",

@@ -1,5 +1,5 @@
-"""The inbox: the pending requests one person may decide (App Home), and the channels of
-requests open to any member."""
+"""The inbox: the pending requests one person may decide (App Home), the channels of
+requests open to any member, and how many wait, by agent and tool (the metrics)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from store.records import (
 from store.requests import INBOX_COUNT_LIMIT, fetch
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
+from store.schema import runs
 
 
 async def pending_for(
@@ -100,3 +101,16 @@ async def open_request_channels(db: Database, now: datetime | None, limit: int) 
     )
     async with db.read() as conn:
         return [c for c in (await conn.scalars(query)).all() if c]
+
+
+async def pending_counts(db: Database) -> list[tuple[str, str, int]]:
+    """(agent, tool, how many requests wait for a person), over every replica's requests."""
+    query = (
+        sa.select(runs.c.agent_id, req.c.tool_name, sa.func.count())
+        .select_from(req.join(runs, runs.c.id == req.c.run_id))
+        .where(req.c.status == "pending")
+        .group_by(runs.c.agent_id, req.c.tool_name)
+    )
+    async with db.read() as conn:
+        rows = (await conn.execute(query)).all()
+    return [(str(agent), str(tool), int(n)) for agent, tool, n in rows]

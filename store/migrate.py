@@ -84,3 +84,20 @@ async def _upgrade_once(db: Database, revision: str) -> None:
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_LOCK_KEY}
             )
         await conn.run_sync(_upgrade, revision)
+
+
+def head_version() -> str:
+    """The newest migration this release has."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+async def current_version(db: Database) -> str | None:
+    """The migration the database is at (None: it has none yet)."""
+    try:
+        async with db.read() as conn:
+            found = await conn.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}"))
+    except Exception:
+        return None
+    return str(found) if found is not None else None

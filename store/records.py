@@ -169,7 +169,7 @@ class ApprovalRequestRecord:
 
 
 @dataclass(frozen=True)
-class GrantRecord:
+class StandingApproval:
     """A standing approval: calls of `tool_name` in one thread run without a card until
     `expires_at`, unless revoked."""
 

@@ -148,6 +148,9 @@ request_approvals = sa.Table(
 """The approvals counted so far towards a request's quorum: one row per person (a second
 click by the same person inserts nothing)."""
 
+# The table (and its columns `granted_by`, `granted_at`) keeps its first name: renaming it
+# would take a migration that every deployed database runs, for no change of behaviour.
+# In code it is `StandingApproval` (store/records.py), `store.standing` (store/repos/).
 standing_grants = sa.Table(
     "standing_grants",
     metadata,

@@ -79,7 +79,7 @@ async def test_db_upgrade_and_runs_list_show(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stderr
     store = Store(url)
     await store.upgrade()
-    lease = await store.create_run(
+    lease = await store.runs.create(
         run_id="run1",
         agent_id="ops",
         requester="U1",
@@ -94,9 +94,9 @@ async def test_db_upgrade_and_runs_list_show(tmp_path: Path) -> None:
         return RequestPolicy(approvers=["U2"], expires_at=datetime.now(UTC) + timedelta(hours=1))
 
     agent = Agent(id="ops", model=ScriptedModel([call("deploy", env="staging")]), tools=[deploy])
-    await agent.run("deploy to staging", state=store.accessor(lease, policy), run_id="run1")
-    request = (await store.current_requests("run1"))[0]
-    await store.decide(request.id, actor="U3", status="rejected", reason="not now")
+    await agent.run("deploy to staging", state=store.runs.accessor(lease, policy), run_id="run1")
+    request = (await store.requests.current("run1"))[0]
+    await store.requests.decide(request.id, actor="U3", status="rejected", reason="not now")
     await store.close()
 
     listing = sayso("runs", "list", cwd=tmp_path, env={"DATABASE_URL": url})
@@ -137,15 +137,15 @@ async def test_runs_cancel_ends_the_run_and_closes_its_requests(tmp_path: Path) 
     assert result.returncode == 0, result.stderr
     assert "cancelled; 2 open request(s) closed" in result.stdout
     async with Store(url) as store:
-        run = await store.get_run("run1")
+        run = await store.runs.get("run1")
         assert run is not None and run.status == "cancelled" and run.lease_owner is None
-        requests = await store.requests_for_run("run1")
+        requests = await store.requests.for_run("run1")
         assert {(r.status, r.decided_by) for r in requests} == {("cancelled", "operator")}
-        trail = await store.audit_trail("run1")
+        trail = await store.audit.trail("run1")
         assert [(e.action, e.actor) for e in trail if e.action == "cancel"] == [
             ("cancel", "operator")
         ]
-        assert await store.claim_run("run1") is None  # nothing continues it
+        assert await store.runs.claim("run1") is None  # nothing continues it
     again = sayso("runs", "cancel", "run1", cwd=tmp_path, env=env)
     assert again.returncode == 1 and "already ended (cancelled)" in again.stdout
     missing = sayso("runs", "cancel", "nope", cwd=tmp_path, env=env)
@@ -208,7 +208,7 @@ async def test_runs_show_masks_sensitive_arguments(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'ops.db'}"
     async with Store(url) as store:
         await store.upgrade()
-        lease = await store.create_run(
+        lease = await store.runs.create(
             run_id="run1",
             agent_id="ops",
             requester="U1",
@@ -223,7 +223,7 @@ async def test_runs_show_masks_sensitive_arguments(tmp_path: Path) -> None:
 
         model = ScriptedModel([call("deploy", env="staging", token="hunter2-deploy-token")])
         agent = Agent(id="ops", model=model, tools=[secret_deploy])
-        await agent.run("deploy", state=store.accessor(lease, policy), run_id="run1")
+        await agent.run("deploy", state=store.runs.accessor(lease, policy), run_id="run1")
     env = {"DATABASE_URL": url, "SAYSO_AGENTS": "secret_agents:agents"}
     shown = sayso("runs", "show", "run1", cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stderr

@@ -31,7 +31,6 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.keys_command == "signing-key":
         return signing_key_command()
     from store import Store
-    from store import api as api_ops
 
     store = Store(settings.database_url, encryption_keys=settings.encryption_keys())
     try:
@@ -39,12 +38,12 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
         if args.keys_command == "create":
             return await _create_key(store, args, settings)
         if args.keys_command == "revoke":
-            if await api_ops.revoke_key(store.db, args.name):
+            if await store.api.revoke_key(args.name):
                 print(f"key {args.name} revoked")
                 return 0
             print(f"sayso: no live key named {args.name!r}", file=sys.stderr)
             return 1
-        for key in await api_ops.list_keys(store.db):
+        for key in await store.api.list_keys():
             state = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "live"
             allowed = ",".join(key.channels) or "SAYSO_DEFAULT_CHANNEL only"
             print(
@@ -66,7 +65,6 @@ async def _create_key(store: Any, args: argparse.Namespace, settings: Settings) 
     from bot.agent.util import parse_duration
     from bot.service.api_requests import api_key_name_ok, new_key_secrets
     from bot.service.policy.file import PRINCIPAL
-    from store import api as api_ops
 
     if not api_key_name_ok(args.name):
         return _usage("a key name is letters, digits, - _ . (up to 100)")
@@ -94,8 +92,7 @@ async def _create_key(store: Any, args: argparse.Namespace, settings: Settings) 
         except ValueError as exc:
             return _usage(f"--expires-in: {exc}")
     token, secret = new_key_secrets()
-    created = await api_ops.create_key(
-        store.db,
+    created = await store.api.create_key(
         args.name,
         token,
         secret,
@@ -109,7 +106,7 @@ async def _create_key(store: Any, args: argparse.Namespace, settings: Settings) 
         print(f"sayso: a key named {args.name!r} already exists", file=sys.stderr)
         return 1
     if args.per_minute is not None:
-        await api_ops.set_key_quota(store.db, args.name, max(1, args.per_minute))
+        await store.api.set_key_quota(args.name, max(1, args.per_minute))
     print(f"key:            {token}")
     print(f"webhook secret: {secret}")
     print("Both are shown this once: store them now (sayso keeps only a hash of the key).")

@@ -26,8 +26,6 @@ from bot.api.callbacks import CallbackRefused, callback_host_allowed, pinned_url
 from bot.api.present import configured_signer, state_json
 from bot.service.api_requests import ApiRequests
 from store import ApprovalRequestRecord
-from store import api as api_ops
-from store import webhooks as delivery_ops
 from store.webhooks import Delivery
 
 if TYPE_CHECKING:
@@ -70,7 +68,7 @@ class WebhookSender:
     ) -> None:
         self.api = api
         self.signer = configured_signer() if signer == "settings" else signer
-        self.db = api.store.db
+        self.stored = api.store.api  # keys, links and deliveries
         self.interval = interval
         self.backoff = tuple(backoff)
         self.timeout = timeout
@@ -104,10 +102,10 @@ class WebhookSender:
             await self._client.aclose()
 
     async def on_settled(self, request: ApprovalRequestRecord) -> None:
-        link = await api_ops.link_of(self.db, request.id)
+        link = await self.stored.link_of(request.id)
         if link is None or not link.callback_url:
             return
-        delivery = await delivery_ops.add_delivery(self.db, request.id, link.callback_url)
+        delivery = await self.stored.add_delivery(request.id, link.callback_url)
         if delivery is not None and self._has_room(delivery):
             self._spawn(delivery)  # the first attempt right away; no room: the next sweep
 
@@ -136,7 +134,7 @@ class WebhookSender:
     async def _retry_forever(self) -> None:
         while True:
             try:
-                for delivery in await delivery_ops.due_deliveries(self.db, None, 200):
+                for delivery in await self.stored.due_deliveries(None, 200):
                     if self._pool.locked():
                         break
                     if self._has_room(delivery):  # else its endpoint is busy: later
@@ -153,12 +151,12 @@ class WebhookSender:
     async def attempt(self, delivery: Delivery) -> bool:
         """Make the delivery's next attempt if no replica took it first; True when delivered."""
         hold = timedelta(seconds=self.timeout + 5)
-        claimed = await delivery_ops.claim_delivery(self.db, delivery.id, delivery.attempts, hold)
+        claimed = await self.stored.claim_delivery(delivery.id, delivery.attempts, hold)
         if claimed is None:
             return False
-        found = await self.api.store.get_request(claimed.request_id)
-        link = await api_ops.link_of(self.db, claimed.request_id)
-        key = await api_ops.get_key(self.db, link.key_name) if link else None
+        found = await self.api.store.requests.get(claimed.request_id)
+        link = await self.stored.link_of(claimed.request_id)
+        key = await self.stored.get_key(link.key_name) if link else None
         if found is None or key is None:
             await self._finish(claimed, None, False, "request or key gone", retry=False)
             return False
@@ -212,8 +210,8 @@ class WebhookSender:
             candidate = utcnow() + timedelta(seconds=self._next_delay(d.attempts))
             if candidate - d.created_at <= GIVE_UP_AFTER:
                 next_at = candidate
-        await delivery_ops.finish_attempt(
-            self.db, d, ok=ok, error=error, next_attempt_at=next_at, run_id=run_id
+        await self.stored.finish_attempt(
+            d, ok=ok, error=error, next_attempt_at=next_at, run_id=run_id
         )
 
 

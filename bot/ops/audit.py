@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TextIO
 
-from store.audit import HASHED, EventFilter, chain_ends, event_hash, event_page
-from store.db import Database
+from store.audit import HASHED, EventFilter, event_hash
+from store.repos import AuditRepository
 
 PAGE = 1000
 EXPORT_COLUMNS = ("id", *HASHED, "prev_hash", "hash")
@@ -36,11 +36,11 @@ class Verdict:
 
 
 async def events(
-    db: Database, where: EventFilter | None = None, after_id: int = 0, page: int = PAGE
+    trail: AuditRepository, where: EventFilter | None = None, after_id: int = 0, page: int = PAGE
 ) -> AsyncIterator[dict[str, Any]]:
     """Every event after `after_id` matching `where`, in chain order, a page at a time."""
     while True:
-        batch = await event_page(db, after_id, page, where)
+        batch = await trail.page(after_id, page, where)
         for event in batch:
             yield event
         if len(batch) < page:
@@ -48,12 +48,12 @@ async def events(
         after_id = batch[-1]["id"]
 
 
-async def verify(db: Database) -> Verdict:
+async def verify(trail: AuditRepository) -> Verdict:
     """Recompute the chain from its anchor: the first event whose link or hash does not match
     is named, and so is a head that no longer matches the last event (events deleted)."""
-    ends = await chain_ends(db)
+    ends = await trail.chain_ends()
     prev_id, prev_hash, checked = ends.anchor_id, ends.anchor_hash, 0
-    async for event in events(db, after_id=ends.anchor_id):
+    async for event in events(trail, after_id=ends.anchor_id):
         if event["hash"] is None:
             if ends.head_id is not None and event["id"] <= ends.head_id:
                 return Verdict(False, checked, event["id"], "its hash was removed")
@@ -91,7 +91,7 @@ def _plain(event: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def export(db: Database, out: TextIO, fmt: Format, where: EventFilter) -> int:
+async def export(trail: AuditRepository, out: TextIO, fmt: Format, where: EventFilter) -> int:
     """Write the events matching `where` to `out` in chain order (flushed a page at a time);
     a broken chain is exported as it is. Returns how many."""
     count = 0
@@ -99,7 +99,7 @@ async def export(db: Database, out: TextIO, fmt: Format, where: EventFilter) -> 
     writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
     if fmt == "csv":
         writer.writeheader()
-    async for event in events(db, where):
+    async for event in events(trail, where):
         row = _plain(event)
         if fmt == "csv":
             writer.writerow(row)

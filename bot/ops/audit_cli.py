@@ -10,8 +10,8 @@ from typing import TypeVar
 
 from bot.config import ConfigError, Settings
 from bot.ops.audit import Format, export, verify
+from store import Store
 from store.audit import EventFilter
-from store.db import Database
 
 T = TypeVar("T")
 
@@ -42,20 +42,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 async def run_audit(args: argparse.Namespace, settings: Settings) -> None:
-    db = Database(settings.database_url, settings.encryption_keys())
+    store = Store(settings.database_url, encryption_keys=settings.encryption_keys())
     try:
         if args.audit_command == "verify":
-            verdict = await _checked(verify(db))
+            verdict = await _checked(verify(store.audit))
             print(verdict.line(), file=sys.stdout if verdict.ok else sys.stderr)
             if not verdict.ok:
                 raise SystemExit(1)
             return
         fmt: Format = args.format
         where = EventFilter(args.since, args.until, args.agent, args.tenant)
-        count = await _checked(export(db, sys.stdout, fmt, where))
+        count = await _checked(export(store.audit, sys.stdout, fmt, where))
         print(f"exported {count} audit event(s)", file=sys.stderr)
     finally:
-        await db.close()
+        await store.close()
 
 
 async def _checked(work: Awaitable[T]) -> T:

@@ -26,8 +26,8 @@ import httpx
 
 from bot.agent.util import utcnow
 from bot.ops.audit import _plain
-from store import audit as audit_ops
-from store.db import Database
+from store import Store
+from store.repos import AuditRepository
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -49,7 +49,7 @@ class AuditWebhook:
 
     def __init__(
         self,
-        db: Database,
+        trail: AuditRepository,
         url: str,
         secret: str,
         owner: str,
@@ -58,7 +58,7 @@ class AuditWebhook:
         backoff: Sequence[float] = BACKOFF,
         timeout: float = 10.0,
     ) -> None:
-        self.db = db
+        self.trail = trail
         self.url = url
         self.secret = secret
         self.owner = owner
@@ -68,17 +68,17 @@ class AuditWebhook:
 
     async def run_once(self, client: httpx.AsyncClient) -> int:
         """Deliver what is due; returns how many events the SIEM acknowledged."""
-        cursor = await audit_ops.claim_webhook_cursor(self.db, self.owner, LEASE)
+        cursor = await self.trail.claim_webhook_cursor(self.owner, LEASE)
         if cursor is None:
             return 0
         sent = 0
-        batch = await audit_ops.event_page(self.db, cursor.delivered_id, BATCH)
+        batch = await self.trail.page(cursor.delivered_id, BATCH)
         for event in batch:
             error = await self._post(client, event)
             if error is not None:
                 delay = self.backoff[min(cursor.attempts, len(self.backoff) - 1)]
                 next_at = utcnow() + timedelta(seconds=delay)
-                await audit_ops.webhook_attempt_failed(self.db, self.owner, error, next_at)
+                await self.trail.webhook_attempt_failed(self.owner, error, next_at)
                 log.warning(
                     "event=audit_webhook_failed audit_id=%s attempt=%d error=%s retry_in=%s",
                     event["id"],
@@ -88,7 +88,7 @@ class AuditWebhook:
                 )
                 _count("failed")
                 return sent
-            if not await audit_ops.advance_webhook_cursor(self.db, self.owner, event["id"]):
+            if not await self.trail.advance_webhook_cursor(self.owner, event["id"]):
                 return sent  # another replica took the lease
             _count("delivered")
             sent += 1
@@ -133,11 +133,11 @@ def _count(outcome: str) -> None:
     metrics.webhook_delivery(outcome)
 
 
-async def purge_forever(db: Database, retention: timedelta, webhook: bool) -> None:
+async def purge_forever(trail: AuditRepository, retention: timedelta, webhook: bool) -> None:
     while True:
         try:
-            keep_after = await audit_ops.webhook_delivered_id(db) if webhook else None
-            purged = await audit_ops.purge_audit(db, retention, keep_after=keep_after)
+            keep_after = await trail.webhook_delivered_id() if webhook else None
+            purged = await trail.purge(retention, keep_after=keep_after)
             if purged:
                 log.info("event=audit_purged events=%d older_than=%s", purged, retention)
         except asyncio.CancelledError:
@@ -153,7 +153,7 @@ class AuditTasks:
     def __init__(self, settings: Settings, owner: str) -> None:
         self.settings = settings
         self.owner = owner
-        self._db: Database | None = None
+        self._store: Store | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -165,17 +165,19 @@ class AuditTasks:
         if not self.needed:
             return
         s = self.settings
-        self._db = Database(s.database_url, s.encryption_keys())
+        self._store = Store(s.database_url, encryption_keys=s.encryption_keys())
         if s.sayso_audit_webhook:
             sender = AuditWebhook(
-                self._db,
+                self._store.audit,
                 s.sayso_audit_webhook,
                 s.secret("sayso_audit_webhook_secret") or "",
                 self.owner,
             )
             self._tasks.append(asyncio.create_task(sender.run_forever(), name="audit-webhook"))
         if s.sayso_audit_retention is not None:
-            purge = purge_forever(self._db, s.sayso_audit_retention, bool(s.sayso_audit_webhook))
+            purge = purge_forever(
+                self._store.audit, s.sayso_audit_retention, bool(s.sayso_audit_webhook)
+            )
             self._tasks.append(asyncio.create_task(purge, name="audit-retention"))
 
     async def stop(self) -> None:
@@ -185,5 +187,5 @@ class AuditTasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        if self._db is not None:
-            await self._db.close()
+        if self._store is not None:
+            await self._store.close()

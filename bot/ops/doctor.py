@@ -203,31 +203,22 @@ def _ids_in(obj: Any, depth: int = 0) -> Iterable[str]:
 
 
 async def check_database(settings: Settings) -> list[Check]:
-    from store.db import Database
-    from store.migrate import VERSION_TABLE, alembic_config
+    from store import Store
 
-    db = Database(settings.database_url, settings.encryption_keys())
+    store = Store(settings.database_url, encryption_keys=settings.encryption_keys())
     try:
-        if not await db.ping():
+        if not await store.ping():
             return [
                 fail(
                     "database",
-                    f"{db.dialect} does not answer",
+                    f"{store.dialect} does not answer",
                     "check DATABASE_URL, the server and its credentials",
                 )
             ]
-        from alembic.script import ScriptDirectory
-        from sqlalchemy import text
-
-        head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-        try:
-            async with db.read() as conn:
-                current = await conn.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}"))
-        except Exception:
-            current = None
+        current, head = await store.schema_versions()
     finally:
-        await db.close()
-    checks = [ok("database", f"{db.dialect} answers")]
+        await store.close()
+    checks = [ok("database", f"{store.dialect} answers")]
     if current == head:
         checks.append(ok("migrations", f"at head ({head})"))
     else:

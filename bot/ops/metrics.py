@@ -26,8 +26,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store.db import Database
-from store.schema import approval_requests, request_approvers, runs
+from store import Store
+from store.schema import approval_requests, request_approvers
 
 log = logging.getLogger("sayso.metrics")
 
@@ -157,39 +157,26 @@ class PendingRequests(Collector):
     """`sayso_requests_pending{agent,tool}`: one grouped query, cached `PENDING_TTL` s."""
 
     def __init__(self) -> None:
-        self.db: Database | None = None
+        self.store: Store | None = None
         self._rows: list[tuple[str, str, int]] = []
         self._queues: tuple[int, float, int] = (0, 0.0, 0)
         self._at = 0.0
 
     async def refresh(self, force: bool = False) -> None:
-        if self.db is None or (not force and time.monotonic() - self._at < PENDING_TTL):
+        if self.store is None or (not force and time.monotonic() - self._at < PENDING_TTL):
             return
-        req = approval_requests.c
-        query = (
-            sa.select(runs.c.agent_id, req.tool_name, sa.func.count())
-            .select_from(approval_requests.join(runs, runs.c.id == req.run_id))
-            .where(req.status == "pending")
-            .group_by(runs.c.agent_id, req.tool_name)
-        )
         try:
-            async with self.db.read() as conn:
-                rows = (await conn.execute(query)).all()
+            self._rows = await self.store.requests.pending_counts()
         except Exception as exc:
             log.warning("event=metrics_pending_failed error=%s", type(exc).__name__)
             return
-        self._rows = [(str(a), str(t), int(n)) for a, t, n in rows]
-        self._queues = await self._durable_slack()
+        self._queues = await self._durable_slack(self.store)
         self._at = time.monotonic()
 
-    async def _durable_slack(self) -> tuple[int, float, int]:
+    async def _durable_slack(self, store: Store) -> tuple[int, float, int]:
         """The Slack outbox's depth and oldest wait, the intake's depth (issue 22)."""
-        from store.intake import Intake
-        from store.outbox import Outbox
-
-        assert self.db is not None
         try:
-            outbox, intake = Outbox(self.db), Intake(self.db)
+            outbox, intake = store.outbox(), store.intake()
             return (
                 await outbox.pending_count(),
                 await outbox.oldest_pending_age(),
@@ -240,11 +227,11 @@ pending = PendingRequests()
 REGISTRY.register(pending)
 
 
-def watch_store(db: Database, *, replace: bool = False) -> None:
-    """Read `sayso_requests_pending` from this database: the one of the loop serving
+def watch_store(store: Store, *, replace: bool = False) -> None:
+    """Read `sayso_requests_pending` from this store: the one of the loop serving
     /metrics (the front's in `sayso run`, which passes `replace`; else the first given)."""
-    if pending.db is None or replace:
-        pending.db = db
+    if pending.store is None or replace:
+        pending.store = store
         pending._at = 0.0
 
 

@@ -23,10 +23,8 @@ from bot.service.policy.api import Asked, PolicyRefusal, narrowed, operator_poli
 from bot.service.policy.effective import Policies
 from bot.service.policy.rules import EffectivePolicy
 from bot.service.presenting import SafePresenter
-from store import ApprovalRequestRecord, RunRecord, Store, quota
-from store import api as api_ops
-from store import notify as notify_ops
-from store.api import ApiKey, ApiRequestLink, NewApiRequest
+from store import ApprovalRequestRecord, RunRecord, Store
+from store.api import ApiKey, ApiRequestLink, IdempotencyConflict, NewApiRequest
 
 log = logging.getLogger("sayso.api")
 
@@ -79,13 +77,7 @@ class ApiRequests:
         self.approval_ttl = policies.approval_ttl
         self.callback_hosts = callback_hosts
         self.notifier = RequestNotifier()
-        self._listener = notify_ops.ChannelListener(
-            store.db,
-            notify_ops.CHANNEL,
-            self.notifier.wake,
-            self.notifier.wake_all,
-            what="settled_requests",
-        )
+        self._listener = store.api.settled_listener(self.notifier.wake, self.notifier.wake_all)
         events.subscribe(RequestSettled, self._on_settled)
 
     def subscribe_settled(self, handler: Settled) -> None:
@@ -107,7 +99,7 @@ class ApiRequests:
     # -- keys ----------------------------------------------------------------------------
 
     async def authenticate(self, token: str | None) -> ApiKey:
-        key = await api_ops.key_for_token(self.store.db, token) if token else None
+        key = await self.store.api.key_for_token(token) if token else None
         if key is None:
             raise ApiRefusal("unauthorized", "Missing, unknown or revoked API key.")
         return key
@@ -115,7 +107,7 @@ class ApiRequests:
     async def take_quota(self, key: ApiKey, per_minute: int) -> int | None:
         """Count a request of this key (None), or the seconds until it may make one: counted
         in the database, so every replica shares the key's one quota."""
-        return await quota.take(self.store.db, key.name, per_minute)
+        return await self.store.api.take_quota(key.name, per_minute)
 
     def channel_for(self, key: ApiKey, channel: str | None) -> str:
         """Where the key's request goes: one of the key's channels; a key created without
@@ -160,9 +152,7 @@ class ApiRequests:
         thread (its replies are the run's) nor another key's (issue 21, finding 5)."""
         if new.thread_ts is None:
             return
-        if not await api_ops.key_owns_thread(
-            self.store.db, key.name, new.channel_id, new.thread_ts
-        ):
+        if not await self.store.api.key_owns_thread(key.name, new.channel_id, new.thread_ts):
             raise ApiRefusal(
                 "forbidden",
                 f"thread_ts: key {key.name!r} may post only in threads its own requests started",
@@ -221,8 +211,8 @@ class ApiRequests:
 
     async def _create_request(self, new: NewApiRequest) -> tuple[str, bool]:
         try:
-            return await api_ops.create_request(self.store.db, new)
-        except api_ops.IdempotencyConflict:
+            return await self.store.api.create_request(new)
+        except IdempotencyConflict:
             raise ApiRefusal(
                 "conflict",
                 f"idempotency_key: {new.idempotency_key!r} was used for a different request "
@@ -232,7 +222,7 @@ class ApiRequests:
     async def _audit_created(
         self, key: ApiKey, request: ApprovalRequestRecord, outcome: str
     ) -> None:
-        await self.store.audit(
+        await self.store.audit.record(
             actor=API_AGENT_PREFIX + key.name,
             action="api_request",
             run_id=request.run_id if outcome == "ok" else None,
@@ -244,13 +234,13 @@ class ApiRequests:
         )
 
     async def _get(self, request_id: str) -> tuple[ApprovalRequestRecord, RunRecord] | None:
-        return await api_ops.request_and_run(self.store.db, request_id)
+        return await self.store.api.request_and_run(request_id)
 
     async def get(
         self, key: ApiKey, request_id: str
     ) -> tuple[ApprovalRequestRecord, ApiRequestLink]:
         """The request, if this key made it (others' requests do not exist for it)."""
-        link = await api_ops.link_of(self.store.db, request_id)
+        link = await self.store.api.link_of(request_id)
         found = await self._get(request_id) if link and link.key_name == key.name else None
         if found is None or link is None:
             raise ApiRefusal("not_found", f"id: no request {request_id!r} for this key")
@@ -274,7 +264,7 @@ class ApiRequests:
                     pass
                 # settled here: the decision itself; else (another replica, the safety
                 # re-check) as the store has it
-                request = waiter.take() or await self.store.get_request(request_id) or request
+                request = waiter.take() or await self.store.requests.get(request_id) or request
             return request, link
         finally:
             self.notifier.forget(request_id, waiter)
@@ -285,7 +275,7 @@ class ApiRequests:
         request, link = await self.get(key, request_id)
         if request.status == "pending":
             actor = API_AGENT_PREFIX + key.name
-            if await api_ops.cancel(self.store.db, request_id, actor, detail):
+            if await self.store.api.cancel(request_id, actor, detail):
                 request, link = await self.get(key, request_id)
                 await self.events.emit(RequestSettled(request))
         return request, link
@@ -300,11 +290,11 @@ class ApiRequests:
             return
         self.notifier.wake(request.id, request)
         try:
-            await notify_ops.notify(self.store.db, request.id)
+            await self.store.api.notify_settled(request.id)
         except Exception:
             log.exception("event=notify_failed request_id=%s", request.id)
-        await api_ops.end_run(self.store.db, request)
-        run = await self.store.get_run(request.run_id)
+        await self.store.api.end_run(request)
+        run = await self.store.runs.get(request.run_id)
         if run is not None and request.status == "cancelled":
             await self.show.request_changed(run, request)
 

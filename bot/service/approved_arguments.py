@@ -49,7 +49,7 @@ async def refuse_altered(
     if not decided:
         return requests
     approved: dict[str, str | None] = {}
-    for event in await store.audit_trail(result.run.id):
+    for event in await store.audit.trail(result.run.id):
         if event.action == "decide" and event.outcome == "won" and event.request_id:
             approved[event.request_id] = event.args_hash  # the last decision of each request
     out = []
@@ -73,7 +73,7 @@ async def _refuse(
         request.id,
         request.tool_name,
     )
-    await store.audit(
+    await store.audit.record(
         actor="system",
         action="receipt_mismatch",
         outcome="refused",

@@ -27,8 +27,8 @@ class ArgumentsAccess:
 
     async def view(self, request_id: str, actor: Actor, workspace_team_id: str | None) -> Outcome:
         """ "shown" with the request and its run, or why not (audited)."""
-        request = await self.store.get_request(request_id) if request_id else None
-        run = await self.store.get_run(request.run_id) if request else None
+        request = await self.store.requests.get(request_id) if request_id else None
+        run = await self.store.runs.get(request.run_id) if request else None
         if request is None or run is None:
             return Outcome("not_found", "This request no longer exists.")
         if actor.user_id and actor.user_id == request.requester:
@@ -51,7 +51,7 @@ class ArgumentsAccess:
         self, request: ApprovalRequestRecord, actor: Actor, detail: str, action: str = "view_args"
     ) -> None:
         """On the record: `actor` was refused `action` on `request` (and why)."""
-        await self.store.audit(
+        await self.store.audit.record(
             actor=actor.user_id,
             action=action,
             run_id=request.run_id,

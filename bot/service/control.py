@@ -79,14 +79,14 @@ class RunControl:
     async def cancel(self, run_id: str, actor: Actor) -> Outcome:
         """The kill switch: end the run before its next tool and close its open requests (its
         requester, the approvers of its open requests and admins may)."""
-        run = await self.store.get_run(run_id)
+        run = await self.store.runs.get(run_id)
         if run is None:
             return Outcome("not_found", "This run no longer exists.")
         if run.status in ENDED_RUN_STATUSES:
             return Outcome(
                 "invalid", f"This run is {run.status}; there is nothing to cancel.", run=run
             )
-        pending = [r for r in await self.store.current_requests(run_id) if r.pending]
+        pending = [r for r in await self.store.requests.current(run_id) if r.pending]
         fallback = self._agent_approvers(run.agent_id)
         allowed = await may_control_run(
             self.directory,
@@ -98,12 +98,12 @@ class RunControl:
             approvals=approvals_of(pending, fallback, run.channel_id) if pending else [],
         )
         if not allowed:
-            await self.store.audit(
+            await self.store.audit.record(
                 actor=actor.user_id, action="cancel", run_id=run_id, outcome="denied"
             )
             log.info("event=cancel_denied run_id=%s actor=%s", run_id, actor.user_id)
             return Outcome("denied", DENIED, run=run)
-        done = await self.store.cancel_run(run_id, actor=actor.user_id)
+        done = await self.store.runs.cancel(run_id, actor=actor.user_id)
         if not done.cancelled:
             status = done.run.status if done.run else "gone"
             return Outcome("lost", f"This run already ended ({status}).", run=done.run)
@@ -113,7 +113,7 @@ class RunControl:
 
     async def retry(self, run_id: str, actor: Actor) -> Outcome:
         """Run a failed run again (its requester, its approvers or an admin may)."""
-        run = await self.store.get_run(run_id)
+        run = await self.store.runs.get(run_id)
         if run is None:
             return Outcome("not_found", "This run no longer exists.")
         if run.status != "failed":
@@ -127,7 +127,7 @@ class RunControl:
             requester=run.requester,
             admins=self.admins,
             approvals=approvals_of(
-                await self.store.current_requests(run_id),
+                await self.store.requests.current(run_id),
                 self._agent_approvers(run.agent_id),
                 run.channel_id,
             ),
@@ -139,5 +139,7 @@ class RunControl:
             return limited
         if not await self.driver.continue_run(run_id, retry=True):
             return Outcome("lost", "Someone is already retrying this run.", run=run)
-        await self.store.audit(actor=actor.user_id, action="retry", run_id=run_id, outcome="ok")
+        await self.store.audit.record(
+            actor=actor.user_id, action="retry", run_id=run_id, outcome="ok"
+        )
         return Outcome("retried", "The run starts again.", run=run)

@@ -74,12 +74,12 @@ class Decider:
 
     async def check(self, request_id: str, actor: Actor) -> Outcome:
         """May this person decide this request now? (Used before opening a modal.)"""
-        request = recently_read(request_id) or await self.store.get_request(request_id)
+        request = recently_read(request_id) or await self.store.requests.get(request_id)
         if request is None:
             return Outcome("not_found", "This request no longer exists.")
         if request.status != "pending":
             return Outcome("lost", already_decided(request), request)
-        run = await self.store.get_run(request.run_id)
+        run = await self.store.runs.get(request.run_id)
         verdict = await may_decide(
             self.directory,
             user_id=actor.user_id,
@@ -155,7 +155,7 @@ class Decider:
             request = moved
         if request.kind == "approval" and request.min_approvals > 1 and action != "reject":
             return await self._count_approval(request, actor, arguments, reason, action)
-        result = await self.store.decide(
+        result = await self.store.requests.decide(
             request.id,
             actor=actor.user_id,
             status=OUTCOME_OF[action],
@@ -188,7 +188,7 @@ class Decider:
         the run goes on), continue the run when its pause is complete."""
         assert result.request is not None
         if standing:
-            run = run or await self.store.get_run(request.run_id)
+            run = run or await self.store.runs.get(request.run_id)
             given = await self.standing.give(result.request, run, actor) if run else None
             if given is not None:
                 await self.events.emit(StandingApprovalGiven(given.id, request.run_id))
@@ -244,7 +244,9 @@ class Decider:
         if new.require_reason and not (reason or "").strip():
             message = f"{where}, which needs a reason: edit again and write why."
             return Outcome("invalid", message, request, {REASON_FIELD: message})
-        moved = await self.store.reapply_policy(request.id, new.request_policy(request.expires_at))
+        moved = await self.store.requests.reapply_policy(
+            request.id, new.request_policy(request.expires_at)
+        )
         log.info(
             "event=rule_applied run_id=%s call_id=%s rule=%s min_approvals=%d",
             request.run_id,
@@ -252,7 +254,7 @@ class Decider:
             new.rule,
             new.min_approvals,
         )
-        await self.store.audit(
+        await self.store.audit.record(
             actor=actor.user_id,
             action="policy",
             run_id=request.run_id,
@@ -274,7 +276,7 @@ class Decider:
         action: PersonAction,
     ) -> Outcome:
         """An approval (or an edit, which resets the count) towards a quorum."""
-        counted = await self.store.count_approval(
+        counted = await self.store.requests.count_approval(
             request.id,
             actor=actor.user_id,
             edited_arguments=arguments if action == "edit" else None,
@@ -311,7 +313,7 @@ class Decider:
     ) -> None:
         """Attempts that never reach the conditional write (denied, or already decided) are
         audited like the ones that do."""
-        await self.store.audit(
+        await self.store.audit.record(
             actor=actor.user_id,
             action="decide",
             run_id=request.run_id,
@@ -330,7 +332,7 @@ class Decider:
         `run`: the request's run as read before (a card shows only what never changes of it:
         its agent and requester); read here otherwise."""
         if run is None or run.id != request.run_id:
-            run = await self.store.get_run(request.run_id)
+            run = await self.store.runs.get(request.run_id)
         if run is not None:
             await self.show.request_changed(run, request)
 
@@ -342,7 +344,7 @@ class Decider:
         standing = await self.standing.covering(run, request, self.workspace.team_id)
         if standing is None:
             return False
-        result = await self.store.decide(
+        result = await self.store.requests.decide(
             request.id,
             actor=f"grant:{standing.id}",
             status="approved",
@@ -369,7 +371,7 @@ class Decider:
     ) -> ApprovalRequestRecord | None:
         """A question its caller's own client answered (an MCP form): answered at once in the
         caller's name (`api:<key name>`, never a Slack user), `how` as its reason."""
-        result = await self.store.decide(
+        result = await self.store.requests.decide(
             request_id, actor=caller, status="answered", reason=how, output=answer
         )
         if result.request is not None and (result.won or result.expired):

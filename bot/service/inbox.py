@@ -39,11 +39,11 @@ async def inbox_of(
         directory, user_id=user_id, workspace_team_id=workspace.team_id
     )
     channels = (
-        await open_request_channels(directory, user_id, await store.open_request_channels())
+        await open_request_channels(directory, user_id, await store.requests.open_channels())
         if anyone
         else []
     )
-    requests, total = await store.pending_for(
+    requests, total = await store.requests.pending_for(
         user_id,
         mine,
         include_anyone=anyone,
@@ -51,10 +51,10 @@ async def inbox_of(
         count_limit=INBOX_COUNT_LIMIT,
         anyone_channels=channels,
     )
-    runs = await store.get_runs([r.run_id for r in requests])
+    runs = await store.runs.get_many([r.run_id for r in requests])
     return Inbox(
         pending=[(r, runs[r.run_id]) for r in requests if r.run_id in runs],
         total=total,
         total_is_lower_bound=total >= INBOX_COUNT_LIMIT,
-        recent_runs=await store.list_runs(requester=user_id, limit=10),
+        recent_runs=await store.runs.list(requester=user_id, limit=10),
     )

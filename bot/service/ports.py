@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from bot.service.streaming import TextSink
-from store import ApprovalRequestRecord, GrantRecord, RunRecord
+from store import ApprovalRequestRecord, RunRecord, StandingApproval
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class AutoApproved:
     """A call approved on a standing approval's behalf."""
 
     request: ApprovalRequestRecord
-    standing: GrantRecord
+    standing: StandingApproval
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class StandingApprovalShown:
     """A standing approval's line (with its Revoke button): posted once, then replaced as it
     changes (revoked). Saying it returns the line's ts when it was posted."""
 
-    standing: GrantRecord
+    standing: StandingApproval
 
 
 Notice = ToolFailed | Reminder | Escalated | AutoApproved | StandingApprovalShown

@@ -49,7 +49,7 @@ class ThreadReplies:
         run_id: str | None = None,
     ) -> Outcome:
         """Not ok with a message: tell that person alone. "ignored": not a reply for sayso."""
-        run = await self.store.run_for_thread(channel_id, thread_ts)
+        run = await self.store.runs.for_thread(channel_id, thread_ts)
         text = text.strip()
         if run is None or not text or not user_id:
             return IGNORED
@@ -88,7 +88,7 @@ class ThreadReplies:
         )
         if refusal is not None:
             return refusal
-        previous = await self.store.load_result(run.id)
+        previous = await self.store.runs.load_result(run.id)
         history = complete_history(previous.run.messages) if previous else []
         try:
             await self.starter.start_run(
@@ -108,11 +108,11 @@ class ThreadReplies:
 
     async def _answer(self, run: RunRecord, actor: Actor, text: str) -> Outcome:
         """A reply where a run waits: it answers the review, or the one question asked."""
-        result = await self.store.load_result(run.id)
+        result = await self.store.runs.load_result(run.id)
         api_request = is_api_run(run.agent_id)  # no saved state: its one request is the pause
         if not api_request and (result is None or result.run.pause is None):
             return IGNORED
-        pending = [r for r in await self.store.current_requests(run.id) if r.status == "pending"]
+        pending = [r for r in await self.store.requests.current(run.id) if r.status == "pending"]
         reviews = [r for r in pending if r.kind == "review"]
         questions = [r for r in pending if r.kind == "hitl"]
         answer: tuple[str, PersonAction] | None = None

@@ -162,11 +162,11 @@ class Service:
 
     def ready_listener(self, wake: Callable[[str | None], None]) -> Any:
         """A listener waking `wake` when a run becomes ready (PostgreSQL NOTIFY)."""
-        return self.store.ready_listener(wake)
+        return self.store.runs.ready_listener(wake)
 
     async def claim_ready(self, limit: int) -> list[asyncio.Task[Any]]:
         """A worker claims up to `limit` ready runs and drives them; their tasks."""
-        leases: list[Lease] = await self.store.claim_ready(limit)
+        leases: list[Lease] = await self.store.runs.claim_ready(limit)
         return [self.driver.drive_claimed(lease) for lease in leases]
 
     async def drain(self, grace: float) -> None:
@@ -199,7 +199,7 @@ class Service:
         assert agent is not None
         actor = Actor(user_id=requester, team_id=team_id)
         async with self._intake.turn(channel_id, requester):  # all of it: its reads too
-            if run_id and (existing := await self.store.get_run(run_id)):
+            if run_id and (existing := await self.store.runs.get(run_id)):
                 return Outcome("started", run=existing)
             refusal = await self.gate.check_person(
                 agent, actor, workspace_team_id=self.workspace.team_id, channel_id=channel_id
@@ -219,7 +219,7 @@ class Service:
                 )
             except StartLimitReached as reached:
                 return await self.gate.limited(requester, reached)
-            return Outcome("started", run=await self.store.get_run(run_id))
+            return Outcome("started", run=await self.store.runs.get(run_id))
 
     async def thread_reply(
         self,
@@ -236,7 +236,7 @@ class Service:
         (as the run `run_id`, when given: a replay finds it instead of starting another).
 
         Not ok with a message: tell that person alone. "ignored": not a reply for sayso."""
-        if run_id and (existing := await self.store.get_run(run_id)):
+        if run_id and (existing := await self.store.runs.get(run_id)):
             return Outcome("started", run=existing)
         return await self.replies.reply(
             channel_id=channel_id,
@@ -252,7 +252,7 @@ class Service:
     async def approval_request(self, request_id: str) -> ApprovalRequestRecord | None:
         """The request, read now (a `check` or `decide` that follows at once in the same task
         uses this read instead of its own)."""
-        request = await self.store.get_request(request_id) if request_id else None
+        request = await self.store.requests.get(request_id) if request_id else None
         remember_read(request)
         return request
 
@@ -265,11 +265,11 @@ class Service:
         return (request, run) if request and run else None
 
     async def run_of(self, request: ApprovalRequestRecord) -> RunRecord | None:
-        return await self.store.get_run(request.run_id)
+        return await self.store.runs.get(request.run_id)
 
     async def is_run_thread(self, channel_id: str, thread_ts: str) -> bool:
         """Is this thread the one of a run (where replies go to the run)?"""
-        return await self.store.run_for_thread(channel_id, thread_ts) is not None
+        return await self.store.runs.for_thread(channel_id, thread_ts) is not None
 
     async def first_delivery(self, key: str) -> bool:
         """True the first time `key` (an event id, a request signature) is seen by any replica:

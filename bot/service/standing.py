@@ -21,7 +21,7 @@ from bot.service.ports import Directory, StandingApprovalShown
 from bot.service.presenting import SafePresenter
 from bot.service.registry import AgentRegistry
 from bot.service.settings import ServiceSettings
-from store import ApprovalRequestRecord, GrantRecord, RunRecord, Store
+from store import ApprovalRequestRecord, RunRecord, StandingApproval, Store
 
 log = logging.getLogger("sayso.service")
 
@@ -46,7 +46,7 @@ class StandingApprovals:
 
     async def give(
         self, request: ApprovalRequestRecord, run: RunRecord, actor: Actor
-    ) -> GrantRecord | None:
+    ) -> StandingApproval | None:
         """After `actor` approved `request` with "and allow in this thread": record the
         standing approval and post it (with its Revoke button) in the thread."""
         seconds = request.standing_seconds
@@ -54,7 +54,7 @@ class StandingApprovals:
             return None
         if not run.channel_id or not run.thread_ts:
             return None
-        standing = await self.store.add_grant(
+        standing = await self.store.standing.add(
             agent_id=run.agent_id,
             tool_name=request.tool_name,
             channel_id=run.channel_id,
@@ -73,18 +73,18 @@ class StandingApprovals:
         )
         ts = await self.show.say(StandingApprovalShown(standing), run)
         if ts:
-            await self.store.set_grant_message(standing.id, ts)
+            await self.store.standing.set_message(standing.id, ts)
         return standing
 
     async def covering(
         self, run: RunRecord, request: ApprovalRequestRecord, workspace_team_id: str | None
-    ) -> GrantRecord | None:
+    ) -> StandingApproval | None:
         """The live standing approval that may approve this request on its giver's behalf."""
         if request.kind != "approval" or request.min_approvals > 1 or request.require_reason:
             return None
         if not run.channel_id or not run.thread_ts:
             return None
-        standing = await self.store.live_grant(
+        standing = await self.store.standing.live(
             agent_id=run.agent_id,
             tool_name=request.tool_name,
             channel_id=run.channel_id,
@@ -92,7 +92,7 @@ class StandingApprovals:
         )
         if standing is None:
             return None
-        given_for = await self.store.get_request(standing.request_id or "")
+        given_for = await self.store.requests.get(standing.request_id or "")
         if given_for is None or given_for.rule != request.rule:
             self._not_covered(request, standing, "another rule")
             return None
@@ -111,7 +111,9 @@ class StandingApprovals:
             return None
         return standing
 
-    def _not_covered(self, request: ApprovalRequestRecord, standing: GrantRecord, why: str) -> None:
+    def _not_covered(
+        self, request: ApprovalRequestRecord, standing: StandingApproval, why: str
+    ) -> None:
         log.info(
             "event=standing_approval_not_applied run_id=%s call_id=%s standing_id=%s why=%r",
             request.run_id,
@@ -123,13 +125,13 @@ class StandingApprovals:
     async def revoke(
         self, standing_id: str, actor: Actor, workspace_team_id: str | None
     ) -> Outcome:
-        standing = await self.store.get_grant(standing_id)
+        standing = await self.store.standing.get(standing_id)
         if standing is None:
             return Outcome("not_found", "This standing approval no longer exists.")
         if not await self._may_revoke(standing, actor, workspace_team_id):
             message = "Only the person who gave it, an admin or the tool's approvers may revoke it."
             return Outcome("denied", message)
-        revoked, now = await self.store.revoke_grant(standing_id, actor.user_id)
+        revoked, now = await self.store.standing.revoke(standing_id, actor.user_id)
         if not revoked or now is None:
             return Outcome("lost", "This standing approval was already revoked.")
         log.info("event=standing_approval_revoked standing_id=%s by=%s", standing_id, actor.user_id)
@@ -137,7 +139,7 @@ class StandingApprovals:
         return Outcome("decided", f"You revoked the standing approval for `{now.tool_name}`.")
 
     async def _may_revoke(
-        self, standing: GrantRecord, actor: Actor, workspace_team_id: str | None
+        self, standing: StandingApproval, actor: Actor, workspace_team_id: str | None
     ) -> bool:
         if actor.user_id == standing.granted_by:
             return True

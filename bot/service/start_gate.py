@@ -139,7 +139,7 @@ class StartGate:
         log.info(
             "event=start_denied agent=%s user=%s channel=%s", agent.id, actor.user_id, channel_id
         )
-        await self.store.audit(
+        await self.store.audit.record(
             actor=actor.user_id, action="start", run_id=run_id, outcome="denied", detail=reason
         )
         return Outcome("denied", reason)
@@ -154,7 +154,7 @@ class StartGate:
             return None
         now = utcnow()
         limit = self.rate_limit.start_limit(now)
-        starts = await self.store.starts_since(user_id, limit.since)
+        starts = await self.store.runs.starts_since(user_id, limit.since)
         if len(starts) < limit.most:
             return None
         return await self.limited(user_id, StartLimitReached(limit, starts), run_id)
@@ -170,7 +170,7 @@ class StartGate:
             len(reached.starts),
             self.rate_limit.label,
         )
-        await self.store.audit(
+        await self.store.audit.record(
             actor=user_id,
             action="rate_limited",
             run_id=run_id,

@@ -46,19 +46,21 @@ class Sweeper:
 
     async def sweep_once(self, now: datetime | None = None) -> None:
         now = now or datetime.now(UTC)
-        for request in await self.store.expire_due(now):
+        for request in await self.store.requests.expire_due(now):
             log.info("event=request_expired run_id=%s call_id=%s", request.run_id, request.call_id)
             await self.decider.refresh_card(request)
             await self.events.emit(RequestSettled(request))
-        for request in await self.store.escalate_due(now):
+        for request in await self.store.requests.escalate_due(now):
             await self._escalated(request)
-        for run_id in await self.store.ready_runs(now):
+        for run_id in await self.store.runs.ready(now):
             await self.driver.continue_run(run_id)
-        for run_id in await self.store.runs_missing_cards(now - CARD_GRACE):
+        for run_id in await self.store.requests.runs_missing_cards(now - CARD_GRACE):
             await self.presenting.repost_cards(run_id)
         if self.settings.remind_after is not None:
-            for request in await self.store.due_reminders(now - self.settings.remind_after, now):
-                run = await self.store.get_run(request.run_id)
+            for request in await self.store.requests.due_reminders(
+                now - self.settings.remind_after, now
+            ):
+                run = await self.store.runs.get(request.run_id)
                 if run is not None:
                     await self.show.say(Reminder(request), run)
         if self._last_purge is None or now - self._last_purge > PURGE_EVERY:
@@ -75,7 +77,7 @@ class Sweeper:
             request.call_id,
             ",".join(request.escalate_to or []),
         )
-        run = await self.store.get_run(request.run_id)
+        run = await self.store.runs.get(request.run_id)
         if run is not None:
             await self.show.say(Escalated(request), run)
         await self.decider.refresh_card(request, run)

@@ -42,8 +42,7 @@ def build_app(
     app.use(drop_replays(replay_guard))
     app.use(ProvideService(service, homes))
     store = service.store  # a state-changing interaction is a row before it is acked
-    keys = settings.encryption_keys()
-    recorder = RecordIntake.on(store.db, store.replica_id, settings.sayso_lease_seconds, keys)
+    recorder = RecordIntake.on(store, settings.sayso_lease_seconds)
     use_intake(app, recorder)
     register(app)
 

@@ -18,7 +18,7 @@ import json
 import logging
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from slack_bolt.async_app import AsyncBoltContext
@@ -28,7 +28,7 @@ from slack_bolt.response import BoltResponse
 
 from bot.slack.ids import SLASH_COMMAND, ActionId, CallbackId
 from bot.slack.intake_batch import IntakeWriter
-from store.db import Database
+from store import Store
 from store.intake import Intake
 
 log = logging.getLogger("sayso.slack")
@@ -126,25 +126,22 @@ class RecordIntake(AsyncMiddleware):
         self.owner = owner
         self.lease = lease
         self.writer = IntakeWriter(intake, owner, lease)  # group commit under bursts
-        self.own_db: Database | None = None
+        self.own_store: Store | None = None
 
     @classmethod
-    def on(
-        cls, db: Database, owner: str, lease: float, encryption_keys: Sequence[str] = ()
-    ) -> RecordIntake:
-        """The middleware writing through `db`; on PostgreSQL through an engine of its own,
-        so an ack never waits for a pooled connection behind the work of runs (its group
-        commit needs one or two)."""
-        if not db.is_postgres:
-            return cls(Intake(db), owner, lease)  # SQLite: one writer per process, one lock
-        own = Database(db.url, encryption_keys)
-        recorder = cls(Intake(own), owner, lease)
-        recorder.own_db = own
+    def on(cls, store: Store, lease: float) -> RecordIntake:
+        """The middleware writing through `store`; on PostgreSQL through an engine of its
+        own, so an ack never waits for a pooled connection behind the work of runs (its group
+        commit needs one or two). On SQLite: one writer per process, one lock."""
+        own = store.own_engine()
+        recorder = cls(own.intake(), store.replica_id, lease)
+        if own is not store:
+            recorder.own_store = own
         return recorder
 
     async def close(self) -> None:
-        if self.own_db is not None:
-            await self.own_db.engine.dispose()
+        if self.own_store is not None:
+            await self.own_store.close()
 
     async def async_process(
         self,

@@ -21,13 +21,13 @@ class PostedRecorder:
         if not row.channel or not ident:
             return
         if kind == "root":
-            run = await self.store.get_run(ident)
+            run = await self.store.runs.get(ident)
             if run is not None and run.thread_ts is None:
-                await self.store.set_thread(ident, row.channel, ts)
+                await self.store.runs.set_thread(ident, row.channel, ts)
         elif kind == "card":
-            await self.store.set_request_message(ident, row.channel, ts)
-            request = await self.store.get_request(ident)
-            run = await self.store.get_run(request.run_id) if request else None
+            await self.store.requests.set_message(ident, row.channel, ts)
+            request = await self.store.requests.get(ident)
+            run = await self.store.runs.get(request.run_id) if request else None
             if run is not None and run.thread_ts is None and row.thread_ts is None:
-                await self.store.set_thread(run.id, row.channel, ts)
+                await self.store.runs.set_thread(run.id, row.channel, ts)
             log.debug("event=card_posted request_id=%s ts=%s", ident, ts)

@@ -34,14 +34,15 @@ from bot.service.ports import (
     ToolFailed,
 )
 from bot.service.registry import AgentRegistry
-from bot.slack.blocks import cards, grants, messages
+from bot.slack.blocks import cards, messages
+from bot.slack.blocks import standing as standing_blocks
 from bot.slack.blocks.status import checklist, status_message
 from bot.slack.channels import ChannelCheck
 from bot.slack.home_refresh import HomeRefresher, home_builder
 from bot.slack.render import card_info, run_info, run_steps
 from bot.slack.streaming import AnswerStream
 from bot.slack.writes import Writes, tag
-from store import ApprovalRequestRecord, GrantRecord, RunRecord
+from store import ApprovalRequestRecord, RunRecord, StandingApproval
 from store.outbox import Outbox
 
 if TYPE_CHECKING:
@@ -233,15 +234,15 @@ class SlackPresenter:
             await self._post(run, f"escalated:{notice.request.id}:{_unique()}", message)
         elif isinstance(notice, AutoApproved):
             standing = notice.standing
-            message = grants.auto_approved(
+            message = standing_blocks.auto_approved(
                 notice.request.tool_name, standing.granted_by, standing.expires_at
             )
             await self._post(run, f"auto:{notice.request.id}", message)
         return None
 
-    async def _show_standing(self, standing: GrantRecord, run: RunRecord | None) -> None:
+    async def _show_standing(self, standing: StandingApproval, run: RunRecord | None) -> None:
         """A standing approval's line: posted once, then updated in place (revoked)."""
-        message = grants.grant_message(
+        message = standing_blocks.standing_message(
             standing.id,
             standing.tool_name,
             standing.granted_by,

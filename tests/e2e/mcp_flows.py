@@ -153,5 +153,5 @@ async def answer_in_thread(
     )
     assert h.bot is not None
     store = h.bot.store  # the card's thread is the question's once recorded
-    await eventually(lambda: store.run_for_thread("C_GENERAL", cards[0]["ts"]))
+    await eventually(lambda: store.runs.for_thread("C_GENERAL", cards[0]["ts"]))
     await h.sandbox.post_message(user, answer, thread_ts=cards[0]["ts"])

@@ -49,12 +49,12 @@ async def test_approve_in_slack_wakes_the_long_poll(harness: Harness) -> None:
     # the run of an API request is the caller's: no runner ever claims it
     assert h.bot is not None
     await asyncio.sleep(0.5)  # a few sweeps
-    runs = await h.bot.store.list_runs()
+    runs = await h.bot.store.runs.list()
     assert [(r.agent_id, r.status, r.lease_owner) for r in runs] == [("api:ci", "completed", None)]
-    assert await h.bot.store.ready_runs() == []
+    assert await h.bot.store.runs.ready() == []
     assert await h.bot.service.continue_run(runs[0].id)  # told to, it claims and lets go
     await h.idle()
-    after = await h.bot.store.get_run(runs[0].id)
+    after = await h.bot.store.runs.get(runs[0].id)
     assert after is not None and (after.status, after.lease_owner) == ("completed", None)
     assert after.state is None  # never driven: no saved state
 
@@ -168,7 +168,7 @@ async def test_api_requests_do_not_use_up_the_requesters_rate_limit(harness: Har
     store = h.bot.store
 
     async def answered() -> bool:
-        runs = await store.list_runs(limit=50)
+        runs = await store.runs.list(limit=50)
         return any(r.agent_id == "ops" and r.status == "completed" for r in runs)
 
     await eventually(answered, timeout=10, what="the requester's own run to start and answer")

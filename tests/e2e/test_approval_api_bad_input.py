@@ -20,7 +20,7 @@ def error_of(response: Any) -> dict[str, str]:
 
 async def _runs(h: Harness) -> int:
     assert h.bot is not None
-    return len(await h.bot.store.list_runs())
+    return len(await h.bot.store.runs.list())
 
 
 async def test_keys_are_required_and_checked(harness: Harness) -> None:

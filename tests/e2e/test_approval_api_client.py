@@ -148,7 +148,7 @@ async def test_a_question_is_answered_by_a_reply_in_the_cards_thread(harness: Ha
 
     # the caller hears first; the request's run is ended right after
     async def ended() -> bool:
-        run = await store.run_for_thread("C_GENERAL", created.message_ts)
+        run = await store.runs.for_thread("C_GENERAL", created.message_ts)
         return run is not None and run.status == "completed"
 
     await eventually(ended, timeout=5, what="the question's run to end")

@@ -112,7 +112,7 @@ async def test_failing_endpoint_gets_retries_with_the_same_delivery_id(
     assert len(ids) == 1
     assert all(verify_webhook(secret, hd, body) for hd, body, _ in receiver.received)
     # `sayso runs show` lists the attempts
-    runs = await h.bot.store.list_runs()
+    runs = await h.bot.store.runs.list()
     assert await show_run(h.bot.store, runs[0].id) == 0
     shown = capsys.readouterr().out
     assert shown.count("webhook") >= 3 and "delivered" in shown and "HTTP 500" in shown
@@ -150,7 +150,7 @@ async def test_a_callback_host_off_the_allowlist_is_refused(
         refused = await create(h, token, tool="deploy", callback_url=url)
         assert refused.status_code == 422, url
         assert "callback_url" in refused.json()["error"]["message"]
-    assert h.sandbox.messages("C_GENERAL") == [] and await h.bot.store.list_runs() == []
+    assert h.sandbox.messages("C_GENERAL") == [] and await h.bot.store.runs.list() == []
     allowed = await create(h, token, tool="deploy", callback_url=receiver.url)
     assert allowed.status_code == 201, allowed.text
     await h.sandbox.click("U_APPROVER", "C_GENERAL", allowed.json()["message_ts"], "approve")
@@ -167,7 +167,7 @@ async def test_a_host_taken_off_the_allowlist_gets_no_more_deliveries(
     h.settings_overrides = {"sayso_callback_hosts": "hooks.example.com"}
     await h.start_bot()
     await h.sandbox.click("U_APPROVER", "C_GENERAL", created["message_ts"], "approve")
-    (run,) = await h.bot.store.list_runs()
+    (run,) = await h.bot.store.runs.list()
 
     async def refusal_listed() -> bool:
         await show_run(h.bot.store, run.id)

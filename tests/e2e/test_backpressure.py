@@ -71,17 +71,17 @@ async def test_a_busy_process_queues_runs_without_their_leases(harness: Harness)
     for card in cards:
         await h.bot.service.decide(card_request_id(card), actor("U_APPROVER"), "approve")
     await eventually(started.is_set, what="the first deploy to start (and hold the only slot)")
-    runs = await h.bot.store.list_runs()
+    runs = await h.bot.store.runs.list()
     leased = [r for r in runs if r.lease_owner]
     waiting = [r for r in runs if not r.lease_owner]
     assert len(leased) == 1 and len(waiting) == 1  # the second waits for a slot, unleased
     assert waiting[0].status == "waiting_for_human"
-    assert len(await h.bot.store.ready_runs()) == 1  # any replica's sweep may take it
+    assert len(await h.bot.store.runs.ready()) == 1  # any replica's sweep may take it
     release.set()
     await h.sandbox.wait_for(lambda sb: h.thread_text().count("done") >= 1, timeout=10)
 
     async def statuses() -> list[str] | None:
-        found = [r.status for r in await h.bot.store.list_runs()]
+        found = [r.status for r in await h.bot.store.runs.list()]
         return found if found == ["completed", "completed"] else None
 
     await eventually(statuses, what="both runs to complete")

@@ -64,7 +64,7 @@ async def test_a_non_members_forged_approve_is_refused(harness: Harness) -> None
     await h.idle()
     assert h.effects.deploys == []
     assert has_button(h.sandbox.message(PRIVATE, card["ts"]), "approve")
-    trail = await h.bot.store.audit_trail((await h.bot.store.list_runs())[0].id)
+    trail = await h.bot.store.audit.trail((await h.bot.store.runs.list())[0].id)
     assert any(e.outcome == "denied" and e.actor == "U_MEMBER" for e in trail)
     # a member of the channel may
     await h.sandbox.click("U_APPROVER", PRIVATE, card["ts"], "approve")

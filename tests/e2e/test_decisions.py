@@ -47,7 +47,7 @@ async def test_edit_with_invalid_arguments_shows_field_errors_and_changes_nothin
     assert h.sandbox.view_is_open(view["id"])
     assert h.effects.deploys == []
     assert has_button(h.sandbox.message("C_GENERAL", card["ts"]), "approve")
-    requests = await h.bot.store.requests_for_run((await h.bot.store.list_runs())[0].id)
+    requests = await h.bot.store.requests.for_run((await h.bot.store.runs.list())[0].id)
     assert [r.status for r in requests] == ["pending"]
 
 
@@ -132,8 +132,8 @@ async def test_unauthorized_click_gets_an_ephemeral_and_changes_nothing(harness:
     assert "S_APPROVERS" in json.dumps(h.sandbox.ephemerals("U_MEMBER"))
     assert h.effects.restarts == []
     assert has_button(h.sandbox.message("C_GENERAL", card["ts"]), "approve")
-    run = (await h.bot.store.list_runs())[0]
-    trail = await h.bot.store.audit_trail(run.id)
+    run = (await h.bot.store.runs.list())[0]
+    trail = await h.bot.store.audit.trail(run.id)
     assert sum(1 for e in trail if e.outcome == "denied") == 4
     await h.sandbox.click("U_APPROVER2", "C_GENERAL", card["ts"], "approve")
     await wait_answer(h, "Restarted.")
@@ -191,7 +191,7 @@ async def test_bad_signature_is_refused_and_changes_nothing(harness: Harness) ->
                 headers["X-Slack-Signature"] = sig
             async with s.post(f"{h.url}/slack/events", data=body, headers=headers) as r:
                 assert r.status == 401
-    assert await h.bot.store.list_runs() == []
+    assert await h.bot.store.runs.list() == []
     assert h.sandbox.messages("C_GENERAL") == []
 
 
@@ -211,7 +211,7 @@ async def test_expired_request_cannot_be_approved(harness: Harness) -> None:
     h = harness
     card = await start_deploy(h)
     later = datetime.now(UTC) + timedelta(days=2)
-    outcome = await h.bot.store.decide(
+    outcome = await h.bot.store.requests.decide(
         card_request_id(card), actor="U_APPROVER", status="approved", now=later
     )
     assert outcome.expired and not outcome.won
@@ -276,7 +276,7 @@ async def test_a_replayed_slash_command_starts_one_run_even_on_another_replica(
         async with s.post(f"{h.url}/slack/events", data=body, headers=headers) as r:
             assert r.status == 200
     await h.idle()
-    assert len(await h.bot.store.list_runs()) == 1
+    assert len(await h.bot.store.runs.list()) == 1
     assert len(h.sandbox.messages("C_GENERAL")) == 1
 
 

@@ -18,7 +18,7 @@ async def test_model_failure_shows_the_error_and_retry_continues(harness: Harnes
     h.model.reply(text="Recovered: staging is healthy.")
     await h.sandbox.click("U_REQUESTER", "C_GENERAL", failure["ts"], "retry")
     await wait_answer(h, "Recovered: staging is healthy.")
-    run = (await h.bot.store.list_runs())[0]
+    run = (await h.bot.store.runs.list())[0]
     assert run.status == "completed"
 
 
@@ -31,7 +31,7 @@ async def test_retry_by_someone_else_is_refused(harness: Harness) -> None:
     failure = next(m for m in h.thread() if has_button(m, "retry"))
     await h.sandbox.click("U_GUEST", "C_GENERAL", failure["ts"], "retry")
     await h.sandbox.wait_for(lambda sb: sb.ephemerals("U_GUEST"))
-    assert (await h.bot.store.list_runs())[0].status == "failed"
+    assert (await h.bot.store.runs.list())[0].status == "failed"
 
 
 async def test_a_crash_inside_the_agent_fails_the_run_once_and_retry_recovers(
@@ -43,7 +43,7 @@ async def test_a_crash_inside_the_agent_fails_the_run_once_and_retry_recovers(
     await h.sandbox.wait_for(lambda sb: any(has_button(m, "retry") for m in h.thread()))
     failure = next(m for m in h.thread() if has_button(m, "retry"))
     assert "the review hook crashed" in message_text(failure)
-    run = (await h.bot.store.list_runs())[0]
+    run = (await h.bot.store.runs.list())[0]
     assert run.status == "failed" and run.lease_owner is None
     await h.bot.service.sweep_once()  # sweeps do not pick a failed run up again
     await h.idle()

@@ -26,11 +26,11 @@ async def test_the_requester_cancels_while_a_card_is_pending(harness: Harness) -
     assert "Cancelled" in message_text(h.root()) and not has_button(h.root(), "cancel")
     updated = h.sandbox.message("C_GENERAL", card["ts"])
     assert not has_button(updated, "approve") and "cancelled" in message_text(updated).lower()
-    (run,) = await h.bot.store.list_runs()
+    (run,) = await h.bot.store.runs.list()
     assert run.status == "cancelled"
-    (request,) = await h.bot.store.requests_for_run(run.id)
+    (request,) = await h.bot.store.requests.for_run(run.id)
     assert (request.status, request.decided_by) == ("cancelled", "U_REQUESTER")
-    trail = await h.bot.store.audit_trail(run.id)
+    trail = await h.bot.store.audit.trail(run.id)
     assert [(e.actor, e.outcome) for e in trail if e.action == "cancel"] == [("U_REQUESTER", "ok")]
     # an Approve click from the card as it was before changes nothing
     approve = next(b for b in buttons(card) if b["action_id"] == "approve")
@@ -59,10 +59,10 @@ async def test_a_strangers_cancel_is_refused(harness: Harness) -> None:
         await h.sandbox.wait_for(lambda sb, u=user: sb.ephemerals(u))
     assert "may cancel" in json.dumps(h.sandbox.ephemerals("U_MEMBER"))
     await h.idle()
-    (run,) = await h.bot.store.list_runs()
+    (run,) = await h.bot.store.runs.list()
     assert run.status == "waiting_for_human"
     assert has_button(h.root(), "cancel") and has_button(h.cards()[0], "approve")
-    trail = await h.bot.store.audit_trail(run.id)
+    trail = await h.bot.store.audit.trail(run.id)
     assert sum(1 for e in trail if e.action == "cancel" and e.outcome == "denied") == 3
     # an approver of its open request may
     await _cancel(h, "U_APPROVER2")
@@ -80,7 +80,7 @@ async def test_an_admin_may_cancel_any_run(harness: Harness) -> None:
     await h.sandbox.wait_for(lambda sb: len(h.cards()) == 1)
     await _cancel(h, "U_MEMBER")
     await h.sandbox.wait_for(lambda sb: not has_button(h.root(), "cancel"), timeout=10)
-    (run,) = await h.bot.store.list_runs()
+    (run,) = await h.bot.store.runs.list()
     assert run.status == "cancelled"
 
 
@@ -95,7 +95,7 @@ async def test_cancelling_a_running_run_stops_it_before_the_next_tool(harness: H
     await h.idle()
     await h.sandbox.wait_for(lambda sb: h.model.pending == 1, timeout=5)  # never asked again
     assert "get_status" not in h.thread_text()  # its body never started
-    (run,) = await h.bot.store.list_runs()
+    (run,) = await h.bot.store.runs.list()
     assert run.status == "cancelled"
     assert run.result is not None and run.result.run.status == "cancelled"
 
@@ -113,7 +113,7 @@ async def test_retry_is_for_the_requester_the_approvers_and_admins(harness: Harn
     await h.sandbox.click("U_APPROVER2", "C_GENERAL", failure["ts"], "retry")
     await h.sandbox.wait_for(lambda sb: sb.ephemerals("U_APPROVER2"))
     assert "admin" in json.dumps(h.sandbox.ephemerals("U_APPROVER2"))
-    assert (await h.bot.store.list_runs())[0].status == "failed"
+    assert (await h.bot.store.runs.list())[0].status == "failed"
     h.model.reply(text="Recovered by an admin.")
     await h.sandbox.click("U_MEMBER", "C_GENERAL", failure["ts"], "retry")
     await h.sandbox.wait_for(lambda sb: "Recovered by an admin." in h.thread_text(), timeout=10)

@@ -45,7 +45,7 @@ async def test_fifty_runs_with_a_one_second_model_finish_together(harness: Harne
     store = h.bot.store
 
     async def all_completed() -> bool:
-        runs = await store.list_runs(limit=RUNS + 10)
+        runs = await store.runs.list(limit=RUNS + 10)
         return len(runs) == RUNS and all(r.status == "completed" for r in runs)
 
     await eventually(all_completed, timeout=8 * MODEL_LATENCY * 2, what="every run to complete")

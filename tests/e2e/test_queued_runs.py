@@ -34,7 +34,7 @@ async def test_a_run_behind_a_full_worker_says_queued_then_completes(harness: Ha
         if i == 1:  # its root is shown a moment before it is handed to the (full) worker
             assert h.bot is not None
             store = h.bot.store
-            await eventually(store.count_ready, what="the second run waiting for the worker")
+            await eventually(store.runs.count_ready, what="the second run waiting for the worker")
     roots = sb.messages("C_GENERAL")
     assert "queued" not in message_text(roots[0]).lower()
     assert "queued" not in message_text(roots[1]).lower()  # nothing waited before it

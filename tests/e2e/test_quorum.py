@@ -52,9 +52,9 @@ async def test_two_approvals_run_the_call_once(h: Harness) -> None:
     done = card_now(h, card)
     assert not has_button(done, "approve")
     assert "<@U_APPROVER>" in message_text(done) and "<@U_MEMBER>" in message_text(done)
-    request = await h.bot.store.get_request(card_request_id(card))
+    request = await h.bot.store.requests.get(card_request_id(card))
     assert request.status == "approved" and request.approvals == ("U_APPROVER", "U_MEMBER")
-    trail = [e for e in await h.bot.store.audit_trail(request.run_id) if e.action == "decide"]
+    trail = [e for e in await h.bot.store.audit.trail(request.run_id) if e.action == "decide"]
     assert [(e.actor, e.outcome) for e in trail] == [
         ("U_APPROVER", "counted"),
         ("U_APPROVER", "repeated"),
@@ -68,7 +68,7 @@ async def test_the_requester_is_never_one_of_the_two(h: Harness) -> None:
     await h.sandbox.wait_for(lambda _: "You started this run" in ephemeral_text(h, "U_REQUESTER"))
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     await wait_card(h, card, "1 of 2 approvals")
-    request = await h.bot.store.get_request(card_request_id(card))
+    request = await h.bot.store.requests.get(card_request_id(card))
     assert request.status == "pending" and request.approvals == ("U_APPROVER",)
     assert h.effects.deploys == []
 
@@ -81,7 +81,7 @@ async def test_a_reject_after_one_approval_ends_the_request(h: Harness) -> None:
     await h.sandbox.submit_view("U_MEMBER", view["id"], {"reason": "not today"})
     await wait_answer(h, "Deployed v2 to staging.")  # the fake model's next reply
     assert h.effects.deploys == []
-    request = await h.bot.store.get_request(card_request_id(card))
+    request = await h.bot.store.requests.get(card_request_id(card))
     assert request.status == "rejected" and request.decided_by == "U_MEMBER"
     assert "Rejected" in message_text(card_now(h, card))
 
@@ -93,7 +93,7 @@ async def test_an_edit_after_one_approval_resets_the_count(h: Harness) -> None:
     view = await open_modal(h, "U_MEMBER", card, "edit")
     await h.sandbox.submit_view("U_MEMBER", view["id"], {"version": "v3"})
     await wait_card(h, card, "✅ <@U_MEMBER>")
-    request = await h.bot.store.get_request(card_request_id(card))
+    request = await h.bot.store.requests.get(card_request_id(card))
     assert request.status == "pending"
     assert request.approvals == ("U_MEMBER",)  # the editor's approval counts as one
     assert request.edited_arguments["version"] == "v3"
@@ -105,5 +105,5 @@ async def test_an_edit_after_one_approval_resets_the_count(h: Harness) -> None:
     await wait_answer(h, "Deployed v2 to staging.")
     await h.idle()
     assert [d["version"] for d in h.effects.deploys] == ["v3"]
-    request = await h.bot.store.get_request(card_request_id(card))
+    request = await h.bot.store.requests.get(card_request_id(card))
     assert request.status == "edited" and set(request.approvals) == {"U_MEMBER", "U_APPROVER"}

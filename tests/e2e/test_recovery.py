@@ -85,9 +85,9 @@ async def test_run_held_by_a_dead_replica_is_recovered_by_another(harness: Harne
     assert len(h.effects.deploys) == 2  # a person chose to run it again
     keys = {d["key"] for d in h.effects.deploys}
     assert len(keys) == 1  # same idempotency key: downstream can dedupe
-    run = (await h.bot.store.list_runs())[0]
+    run = (await h.bot.store.runs.list())[0]
     assert run.status == "completed"
-    trail = await h.bot.store.audit_trail(run.id)
+    trail = await h.bot.store.audit.trail(run.id)
     assert sum(1 for e in trail if e.action == "decide" and e.outcome == "won") == 2
     h.effects.deploys = original
 
@@ -104,7 +104,7 @@ async def test_one_failed_lease_renewal_does_not_hand_a_running_tool_to_another_
     await h.start_bot()
     assert h.bot is not None
     store = h.driver.store  # the store of whoever holds the run's lease
-    real_renew = store.renew
+    real_renew = store.runs.renew
     blips: list[str] = []
 
     async def renew_once_failing(lease):  # type: ignore[no-untyped-def]
@@ -113,7 +113,7 @@ async def test_one_failed_lease_renewal_does_not_hand_a_running_tool_to_another_
             raise ConnectionResetError("connection to the database was reset")
         return await real_renew(lease)
 
-    store.renew = renew_once_failing  # type: ignore[method-assign]
+    store.runs.renew = renew_once_failing  # type: ignore[method-assign]
     tool = h.bot.service.agents.tool("ops", "deploy")
     body = tool.fn
 
@@ -133,7 +133,7 @@ async def test_one_failed_lease_renewal_does_not_hand_a_running_tool_to_another_
     assert "interrupted" not in h.thread_text().lower()  # the call was still running
     assert h.cards() == []  # nothing left asking for a decision
     assert len(h.effects.deploys) == 1
-    run = (await h.bot.store.list_runs())[0]
+    run = (await h.bot.store.runs.list())[0]
     assert run.status == "completed"
 
 
@@ -161,7 +161,7 @@ async def test_cards_a_process_failed_to_post_are_posted_by_the_sweep(
     assert failures
 
     async def posted_request():  # type: ignore[no-untyped-def]
-        request = await h.bot.store.get_request(failures[0])
+        request = await h.bot.store.requests.get(failures[0])
         return request if request is not None and request.message_ts else None
 
     request = await eventually(posted_request, what="the sweep to record where it posted the card")

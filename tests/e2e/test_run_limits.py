@@ -26,7 +26,7 @@ async def test_eleven_commands_in_a_minute_start_ten_runs(harness: Harness) -> N
     await h.sandbox.wait_for(lambda sb: "try again" in ephemeral_text(h, "U_REQUESTER"))
     await h.sandbox.wait_for(lambda sb: len(h.model.requests) >= 10, timeout=15)
     await h.idle()
-    assert len(await h.bot.store.list_runs()) == 10
+    assert len(await h.bot.store.runs.list()) == 10
     assert len(h.model.requests) == 10  # the refused one made no model call
     assert "10 runs" in ephemeral_text(h, "U_REQUESTER")
     events = await audit_events_of(h.bot.store, "U_REQUESTER")
@@ -55,7 +55,7 @@ async def test_follow_ups_and_mentions_count_too(harness: Harness) -> None:
     await h.sandbox.post_message("U_REQUESTER", "<@U_SAYSO> ops a third thing")
     await h.sandbox.wait_for(lambda sb: ephemeral_text(h, "U_REQUESTER").count("try again") == 2)
     await h.idle()
-    assert len(h.model.requests) == 2 and len(await h.bot.store.list_runs()) == 2
+    assert len(h.model.requests) == 2 and len(await h.bot.store.runs.list()) == 2
 
 
 async def test_a_39000_character_follow_up_is_refused(harness: Harness) -> None:
@@ -67,7 +67,7 @@ async def test_a_39000_character_follow_up_is_refused(harness: Harness) -> None:
     await h.sandbox.wait_for(lambda sb: "too long" in ephemeral_text(h, "U_REQUESTER"))
     await h.idle()
     assert "4,000" in ephemeral_text(h, "U_REQUESTER")
-    assert len(h.model.requests) == 1 and len(await h.bot.store.list_runs()) == 1
+    assert len(h.model.requests) == 1 and len(await h.bot.store.runs.list()) == 1
 
 
 async def test_long_follow_ups_keep_the_prompt_under_the_bound(harness: Harness) -> None:
@@ -117,4 +117,4 @@ async def test_retries_count_too(harness: Harness) -> None:
     await h.sandbox.wait_for(lambda sb: "try again" in ephemeral_text(h, "U_REQUESTER"))
     await h.idle()
     assert len(h.model.requests) == 4
-    assert (await h.bot.store.list_runs())[0].status == "failed"
+    assert (await h.bot.store.runs.list())[0].status == "failed"

@@ -48,7 +48,7 @@ async def test_approved_on_a_fresh_bot_the_tool_runs_once(harness: Harness, tmp_
     await h.idle()
     assert runs(tmp_path / "first") == [] and runs(tmp_path / "fresh") == [ASKED]
     assert h.bot is not None
-    assert [r.status for r in await h.bot.store.list_runs()] == ["completed"]
+    assert [r.status for r in await h.bot.store.runs.list()] == ["completed"]
 
 
 async def test_edited_on_a_fresh_bot_validated_against_the_schema(
@@ -63,7 +63,7 @@ async def test_edited_on_a_fresh_bot_validated_against_the_schema(
     d = await h.sandbox.submit_view("U_APPROVER", view["id"], {"replicas": "11"})  # le=10
     assert d.status == 200 and d.body["response_action"] == "errors"
     assert h.bot is not None
-    assert (await h.bot.store.list_runs())[0].status == "waiting_for_human"
+    assert (await h.bot.store.runs.list())[0].status == "waiting_for_human"
     await h.sandbox.submit_view("U_APPROVER", view["id"], {"replicas": "5"})
     await wait_answer(h, "tool said: api x5")
     await h.idle()

@@ -94,7 +94,7 @@ async def test_approved_on_a_fresh_bot_the_tool_runs_once(harness: Harness) -> N
     await wait_answer(h, "tool said: api x2")
     await h.idle()
     assert first.ran == [] and fresh.ran == [("api", 2)]
-    assert [r.status for r in await h.bot.store.list_runs()] == ["completed"]
+    assert [r.status for r in await h.bot.store.runs.list()] == ["completed"]
 
 
 async def test_rejected_on_a_fresh_bot_the_model_reads_the_reason(harness: Harness) -> None:

@@ -97,7 +97,7 @@ async def test_edited_on_a_fresh_bot_the_tool_runs_once_with_the_edit(harness: H
     await wait_answer(h, "tool said: api x5")
     await h.idle()
     assert first.ran == [] and fresh.ran == [("api", 5)]
-    runs = await h.bot.store.list_runs()
+    runs = await h.bot.store.runs.list()
     assert [r.status for r in runs] == ["completed"]
 
 
@@ -108,7 +108,7 @@ async def test_an_edit_pydantic_ai_refuses_is_not_run(harness: Harness) -> None:
     view = (await h.sandbox.wait_for(lambda sb: filled_views(sb, "U_APPROVER")))[-1]
     d = await h.sandbox.submit_view("U_APPROVER", view["id"], {"replicas": "many"})
     assert d.status == 200 and d.body["response_action"] == "errors"
-    assert (await h.bot.store.list_runs())[0].status == "waiting_for_human"
+    assert (await h.bot.store.runs.list())[0].status == "waiting_for_human"
 
 
 async def test_rejected_the_model_reads_the_reason(harness: Harness) -> None:
@@ -163,7 +163,7 @@ async def test_the_requester_cancels_a_pending_framework_run(harness: Harness) -
     assert d.status == 200
     await h.sandbox.wait_for(lambda sb: "Cancelled by <@U_REQUESTER>" in h.thread_text(), 10)
     await h.idle()
-    (run,) = await h.bot.store.list_runs()
+    (run,) = await h.bot.store.runs.list()
     assert run.status == "cancelled"
     updated = h.sandbox.message("C_GENERAL", card["ts"])
     assert updated is not None and not has_button(updated, "approve")

@@ -85,7 +85,7 @@ async def test_a_provider_401_body_with_a_key_is_scrubbed(
     error_id = ERROR_ID.search(shown)
     assert error_id and f"error_id={error_id.group(1)}" in caplog.text
     assert_nowhere(h, caplog, PROVIDER_KEY, PROVIDER_KEY[3:])
-    run = (await h.bot.store.list_runs())[0]
+    run = (await h.bot.store.runs.list())[0]
     assert run.status == "failed"
 
 

@@ -37,8 +37,8 @@ async def test_cards_and_app_home_mask_the_value_and_the_tool_gets_it(harness: H
     await wait_answer(h, "Stored.")
     assert h.effects.secrets == [("db", SECRET)]
     assert SECRET not in json.dumps(h.sandbox.message("C_GENERAL", card["ts"]))
-    (run,) = await h.bot.store.list_runs()
-    trail = await h.bot.store.audit_trail(run.id)
+    (run,) = await h.bot.store.runs.list()
+    trail = await h.bot.store.audit.trail(run.id)
     assert trail and SECRET not in repr(trail)
 
 

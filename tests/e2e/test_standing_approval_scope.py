@@ -48,9 +48,9 @@ async def test_a_call_under_another_rule_gets_a_card(h: Harness) -> None:
     await h.sandbox.wait_for(lambda _: len(open_cards(h, root)) == 1, timeout=10)
     assert h.effects.deploys == [{"environment": "staging", "version": "v1"}]
     assert "auto-approved" not in h.thread_text()
-    runs = await h.bot.store.list_runs()
+    runs = await h.bot.store.runs.list()
     follow = next(r for r in runs if r.status == "waiting_for_human")
-    pending = [r for r in await h.bot.store.current_requests(follow.id) if r.pending]
+    pending = [r for r in await h.bot.store.requests.current(follow.id) if r.pending]
     assert [(r.rule, r.require_reason, r.approvers) for r in pending] == [
         ("prod", True, ("U_APPROVER2",))
     ]
@@ -76,7 +76,7 @@ async def test_a_call_the_giver_could_approve_runs_and_the_audit_names_the_giver
     await wait_answer(h, "Staging again.")
     assert h.effects.deploys[-1] == {"environment": "staging", "version": "v4"}
     assert "auto-approved under the standing approval <@U_APPROVER>" in h.thread_text()
-    trail = [e for r in await h.bot.store.list_runs() for e in await h.bot.store.audit_trail(r.id)]
+    trail = [e for r in await h.bot.store.runs.list() for e in await h.bot.store.audit.trail(r.id)]
     auto = [e for e in trail if e.action == "decide" and (e.actor or "").startswith("grant:")]
     assert len(auto) == 1 and auto[0].outcome == "won"
     assert "given by U_APPROVER" in (auto[0].detail or "")

@@ -58,8 +58,8 @@ async def test_a_standing_approval_covers_this_thread_only_until_revoked(h: Harn
     assert approval_cards(h) == []  # no new card (the first one is decided)
     assert "auto-approved under the standing approval <@U_APPROVER>" in h.thread_text()
     assert h.effects.restarts == ["logs:api", "logs:web"]
-    runs = await h.bot.store.list_runs()
-    trail = await h.bot.store.audit_trail(runs[0].id)
+    runs = await h.bot.store.runs.list()
+    trail = await h.bot.store.audit.trail(runs[0].id)
     auto = [e for e in trail if e.action == "decide"]
     assert len(auto) == 1 and auto[0].actor.startswith("grant:") and auto[0].outcome == "won"
 

@@ -14,14 +14,14 @@ async def test_help_lists_agents_and_tools(harness: Harness) -> None:
     assert d.status == 200
     note = json.dumps(h.sandbox.ephemerals("U_REQUESTER"))
     assert "ops" in note and "deploy" in note and "ask_user" in note
-    assert await h.bot.store.list_runs() == []
+    assert await h.bot.store.runs.list() == []
 
 
 async def test_unknown_agent_and_empty_request_get_clear_answers(harness: Harness) -> None:
     h = harness
     await h.sandbox.slash_command("U_REQUESTER", "ops")
     assert "Tell `ops` what to do" in json.dumps(h.sandbox.ephemerals("U_REQUESTER"))
-    assert await h.bot.store.list_runs() == []
+    assert await h.bot.store.runs.list() == []
 
 
 async def test_mention_starts_a_run(harness: Harness) -> None:
@@ -40,11 +40,11 @@ async def test_a_run_whose_root_message_could_not_be_posted_never_runs(harness: 
     await h.sandbox.slash_command("U_REQUESTER", "ops how is staging")
     await h.sandbox.wait_for(lambda sb: sb.ephemerals("U_REQUESTER"))
     assert "/invite" in json.dumps(h.sandbox.ephemerals("U_REQUESTER"))
-    runs = await h.bot.store.list_runs()
+    runs = await h.bot.store.runs.list()
     assert [(r.status, r.lease_owner) for r in runs] == [("failed", None)]  # not for the sweep
     for _ in range(3):  # the sweeps leave it alone
         await h.bot.service.sweep_once()
         await h.idle()
     assert h.model.requests == []  # the person was told it did not start: nothing ran
-    runs = await h.bot.store.list_runs()
+    runs = await h.bot.store.runs.list()
     assert all(r.status != "running" for r in runs)

@@ -79,7 +79,7 @@ async def test_hitl_question_answered_by_thread_reply(harness: Harness) -> None:
     assert again.status == 200
     await h.idle()
     assert len(h.model.requests) == 2
-    assert len(await h.bot.store.list_runs()) == 1
+    assert len(await h.bot.store.runs.list()) == 1
 
 
 async def test_a_reply_also_sent_to_the_channel_answers_the_question(harness: Harness) -> None:
@@ -120,7 +120,7 @@ async def test_reply_after_the_answer_starts_a_follow_up_run(harness: Harness) -
     assert "ops how is staging" not in sent  # the agent id is not part of the request
     assert "how is staging" in sent and "Staging is healthy." in sent
     assert sent[-1] == "and production?"
-    assert len(await h.bot.store.list_runs()) == 2
+    assert len(await h.bot.store.runs.list()) == 2
     assert len(h.sandbox.messages("C_GENERAL")) == 1  # one thread, one conversation
 
 

@@ -53,7 +53,7 @@ async def deploy_card(h: Harness, n: int) -> dict:
 
 async def refusals(h: Harness, run_id: str) -> list[tuple[str | None, str, str]]:
     assert h.bot is not None
-    trail = await h.bot.store.audit_trail(run_id)
+    trail = await h.bot.store.audit.trail(run_id)
     return [(e.actor, e.action, e.outcome) for e in trail if e.outcome == "denied"]
 
 
@@ -68,7 +68,7 @@ async def test_requester_and_deciders_read_the_arguments_others_are_refused(
         assert not await open_args(h, outsider, card)
         assert NOT_YOURS in last_told(h, outsider)
     assert h.bot is not None
-    request = await h.bot.store.get_request(card_request_id(card))
+    request = await h.bot.store.requests.get(card_request_id(card))
     assert request is not None
     assert await refusals(h, request.run_id) == [
         ("U_GUEST", "view_args", "denied"),
@@ -108,7 +108,7 @@ async def test_a_button_naming_another_cards_request_is_refused_and_audited(
             await h.sandbox.close_view("U_APPROVER", view["id"])
     assert arguments_views(h, "U_APPROVER") == []
     assert h.bot is not None
-    request = await h.bot.store.get_request(first_id)
+    request = await h.bot.store.requests.get(first_id)
     assert request is not None and request.status == "pending"
     assert await refusals(h, request.run_id) == [
         ("U_APPROVER", "view_args", "denied"),

@@ -34,7 +34,7 @@ async def test_a_guest_or_an_outsider_may_not_start_a_run(harness: Harness) -> N
     await h.sandbox.post_message("U_GUEST", "<@U_SAYSO> ops deploy v2 to production")
     await h.sandbox.wait_for(lambda sb: ephemeral_text(h, "U_GUEST").count("may start") == 2)
     await h.idle()
-    assert await h.bot.store.list_runs() == [] and h.model.requests == []
+    assert await h.bot.store.runs.list() == [] and h.model.requests == []
 
 
 async def test_a_guest_may_not_follow_up_in_a_members_thread(harness: Harness) -> None:
@@ -45,7 +45,7 @@ async def test_a_guest_may_not_follow_up_in_a_members_thread(harness: Harness) -
     await h.sandbox.post_message("U_GUEST", "now deploy to production", thread_ts=h.root()["ts"])
     await h.sandbox.wait_for(lambda sb: "may start" in ephemeral_text(h, "U_GUEST"))
     await h.idle()
-    assert len(h.model.requests) == 1 and len(await h.bot.store.list_runs()) == 1
+    assert len(h.model.requests) == 1 and len(await h.bot.store.runs.list()) == 1
 
 
 async def test_listed_people_and_groups_may_start_and_nobody_else(harness: Harness) -> None:
@@ -62,7 +62,7 @@ async def test_listed_people_and_groups_may_start_and_nobody_else(harness: Harne
     said = ephemeral_text(h, "U_MEMBER")
     assert "<@U_GUEST>" in said and "<!subteam^S_APPROVERS>" in said
     await h.idle()
-    assert len(h.model.requests) == 2 and len(await h.bot.store.list_runs()) == 2
+    assert len(h.model.requests) == 2 and len(await h.bot.store.runs.list()) == 2
 
 
 async def test_an_agent_limited_to_channels_refuses_others(harness: Harness) -> None:
@@ -75,4 +75,4 @@ async def test_an_agent_limited_to_channels_refuses_others(harness: Harness) -> 
     h.model.reply(text="Staging is healthy.")
     await h.sandbox.slash_command("U_REQUESTER", "ops how is staging", channel="C_OPS")
     await wait_answer(h, "Staging is healthy.", channel="C_OPS")
-    assert len(h.model.requests) == 1 and len(await h.bot.store.list_runs()) == 1
+    assert len(h.model.requests) == 1 and len(await h.bot.store.runs.list()) == 1

@@ -123,11 +123,11 @@ class Live:
 
     async def snapshot(self) -> tuple[Any, ...]:
         store = self.bot.store
-        runs = await store.list_runs(limit=1000)
+        runs = await store.runs.list(limit=1000)
         requests = []
         for run in runs:
             requests += [
-                (q.id, q.status, q.decided_by) for q in await store.requests_for_run(run.id)
+                (q.id, q.status, q.decided_by) for q in await store.requests.for_run(run.id)
             ]
         sb = self.sandbox
         messages = sum(len(sb.thread("C_GENERAL", m["ts"])) for m in sb.messages("C_GENERAL"))
@@ -406,7 +406,7 @@ async def test_unknown_actions_and_foreign_values_change_nothing(
     live: Live, clean_log: Any
 ) -> None:
     other_request = request_id(live.card_b)
-    runs = await live.bot.store.list_runs()
+    runs = await live.bot.store.runs.list()
     other_run = next(r.id for r in runs if r.thread_ts == live.card_b["thread_ts"])
     values = st.one_of(
         st.just(other_request),
@@ -558,7 +558,7 @@ async def test_replayed_requests_do_nothing_twice(live: Live, clean_log: Any) ->
     sb = live.sandbox
     async with httpx.AsyncClient(timeout=10) as client:
         # a slash command replayed byte for byte within the 5-minute window
-        runs_before = len(await live.bot.store.list_runs())
+        runs_before = len(await live.bot.store.runs.list())
         body = live.slash_body()
         headers = signed_headers(SECRET, body)
         first = await client.post(live.url, content=body, headers=headers)
@@ -567,7 +567,7 @@ async def test_replayed_requests_do_nothing_twice(live: Live, clean_log: Any) ->
         replay = await client.post(live.url, content=body, headers=headers)
         assert 400 <= replay.status_code < 500
         await live.settle()
-        assert len(await live.bot.store.list_runs()) == runs_before + 1
+        assert len(await live.bot.store.runs.list()) == runs_before + 1
         # an approval replayed: one decision, one execution
         body = live.click_body("U_APPROVER")
         headers = signed_headers(SECRET, body)
@@ -580,16 +580,16 @@ async def test_replayed_requests_do_nothing_twice(live: Live, clean_log: Any) ->
         lambda _: any(ANSWER in message_text(m) for m in sb.thread("C_GENERAL", root)), timeout=15
     )
     await live.settle()
-    run = await live.bot.store.run_for_thread("C_GENERAL", root)
+    run = await live.bot.store.runs.for_thread("C_GENERAL", root)
     assert run is not None and run.status == "completed"
-    trail = [e for e in await live.bot.store.audit_trail(run.id) if e.action == "decide"]
+    trail = [e for e in await live.bot.store.audit.trail(run.id) if e.action == "decide"]
     assert [(e.actor, e.outcome) for e in trail] == [("U_APPROVER", "won")]
     assert len(executions(live.effects)) == 1
     assert sb.ephemerals("U_APPROVER") == []
     # dedupe is by Slack's trigger id (the durable intake): the same command signed again at
     # another second is still one interaction; the same text typed again is another
     body = live.slash_body()
-    runs_before = len(await live.bot.store.list_runs())
+    runs_before = len(await live.bot.store.runs.list())
     async with httpx.AsyncClient(timeout=10) as client:
         for ts in (int(time.time()), int(time.time()) - 1):
             headers = signed_headers(SECRET, body, timestamp=str(ts))
@@ -598,4 +598,4 @@ async def test_replayed_requests_do_nothing_twice(live: Live, clean_log: Any) ->
         headers = signed_headers(SECRET, again)
         assert (await client.post(live.url, content=again, headers=headers)).status_code == 200
     await live.settle()
-    assert len(await live.bot.store.list_runs()) == runs_before + 2
+    assert len(await live.bot.store.runs.list()) == runs_before + 2

@@ -66,8 +66,8 @@ async def start(cluster: Cluster, url: str, framework: Framework) -> dict[str, A
     try:
 
         async def card_saved() -> bool:
-            runs = await store.list_runs()
-            requests = await store.current_requests(runs[0].id) if runs else []
+            runs = await store.runs.list()
+            requests = await store.requests.current(runs[0].id) if runs else []
             return bool(requests) and all(r.message_ts for r in requests)
 
         await eventually(card_saved, timeout=10, what="the card's ts to be saved")

@@ -137,14 +137,14 @@ async def applied_once(cluster: Cluster, store: Store, kind: Kind) -> None:
         await sb.wait_for(lambda s: kind.final in thread_text(s), timeout=30)
 
     async def ended() -> Any:
-        runs = await store.list_runs()
+        runs = await store.runs.list()
         done = [r for r in runs if r.status in ("completed", "cancelled")]
         return runs if len(done) == len(runs) == 1 else None
 
     runs = await eventually(
         ended, timeout=30, interval=0.2, what="the run to end", detail=cluster.logs
     )
-    trail = await store.audit_trail(runs[0].id)
+    trail = await store.audit.trail(runs[0].id)
     if kind.method == "cancel":
         assert runs[0].status == "cancelled"
         assert [e.outcome for e in trail if e.action == "cancel"] == ["ok"], trail
@@ -245,8 +245,8 @@ async def test_the_same_click_delivered_to_two_replicas_decides_once(cluster: Cl
     assert [status for status, _ in answers] == [200, 200], answers
     async with open_store(cluster.db_url) as store:
         await applied_once(cluster, store, KINDS["approve"])
-        runs = await store.list_runs()
-        trail = await store.audit_trail(runs[0].id)
+        runs = await store.runs.list()
+        trail = await store.audit.trail(runs[0].id)
         assert sum(1 for e in trail if e.action == "decide") == 1  # the copy never got there
     logs = a.log() + b.log()
     assert "event=duplicate_interaction" in logs

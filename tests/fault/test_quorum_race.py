@@ -51,7 +51,7 @@ async def test_approvals_racing_on_two_replicas_continue_the_run_once(
         assert first.ok, first.summary()
 
         async def one_approval() -> bool:
-            request = await store.get_request(rid)
+            request = await store.requests.get(rid)
             return request is not None and request.approvals == (clicker(0),)
 
         await eventually(one_approval, timeout=10, what="the first approval to count")
@@ -68,7 +68,7 @@ async def test_approvals_racing_on_two_replicas_continue_the_run_once(
     assert [status for status, _ in answers] == [200] * len(finals), answers
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=20)
     run_id = await wait_completed(cluster, store)
-    request = await store.get_request(rid)
+    request = await store.requests.get(rid)
     assert request is not None and request.status == "approved"
     assert request.decided_by in finals
     assert len(request.approvals) == 2 and request.approvals[-1] == request.decided_by
@@ -76,7 +76,7 @@ async def test_approvals_racing_on_two_replicas_continue_the_run_once(
 
     # losing clicks are audited after their ack, possibly after the run finished: wait for all
     async def every_click_audited() -> list[str] | None:
-        trail = [e for e in await store.audit_trail(run_id) if e.action == "decide"]
+        trail = [e for e in await store.audit.trail(run_id) if e.action == "decide"]
         return [e.outcome for e in trail] if len(trail) >= 21 else None
 
     outcomes = await eventually(every_click_audited, timeout=10, what="every click's audit event")
@@ -103,9 +103,9 @@ async def test_escalation_fires_once_across_two_replicas(
     await sb.wait_for(lambda _: "Escalated:" in thread_text(sb), timeout=20)
     await asyncio.sleep(1.0)  # both sweeps ran several times since
     assert thread_text(sb).count("has waited too long") == 1
-    request = await store.get_request(rid)
+    request = await store.requests.get(rid)
     assert request is not None and request.escalated_at is not None
-    trail = await store.audit_trail(request.run_id)
+    trail = await store.audit.trail(request.run_id)
     assert [e.outcome for e in trail if e.action == "escalate"] == ["escalated"]
     assert sum(r.log().count("event=request_escalated") for r in (a, b)) == 1
     assert_clean(a, b)

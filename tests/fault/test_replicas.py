@@ -64,7 +64,7 @@ async def start_run(cluster: Cluster, via: Replica) -> dict:
 
 async def wait_completed(cluster: Cluster, store: Store, within: float = 20) -> str:
     async def completed() -> str | None:
-        runs = await store.list_runs()
+        runs = await store.runs.list()
         return runs[0].id if runs and runs[0].status == "completed" else None
 
     run_id: str = await eventually(
@@ -122,7 +122,7 @@ async def test_100_concurrent_approves_over_two_replicas_run_the_tool_once(
         )
     assert [status for status, _ in answers] == [200] * 100, answers
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=20)
-    request = await store.get_request(rid)
+    request = await store.requests.get(rid)
     assert request is not None and request.status == "approved"
     winner = request.decided_by
     assert winner in users
@@ -137,7 +137,7 @@ async def test_100_concurrent_approves_over_two_replicas_run_the_tool_once(
     effects = executions(cluster.effects)
     assert len(effects) == 1, effects
     assert effects[0]["key"].startswith(run_id)
-    trail = [e for e in await store.audit_trail(run_id) if e.action == "decide"]
+    trail = [e for e in await store.audit.trail(run_id) if e.action == "decide"]
     assert len(trail) == 100
     assert sorted(e.outcome for e in trail) == ["lost"] * 99 + ["won"]
     assert next(e.actor for e in trail if e.outcome == "won") == winner
@@ -175,7 +175,7 @@ async def test_50_approves_race_50_rejects_one_outcome(cluster: Cluster, store: 
         )
     assert [status for status, _ in answers] == [200] * 100, answers
     run_id = await wait_completed(cluster, store)
-    request = await store.get_request(rid)
+    request = await store.requests.get(rid)
     assert request is not None and request.status in ("approved", "rejected")
     winner = request.decided_by
     effects = executions(cluster.effects)
@@ -200,7 +200,7 @@ async def test_50_approves_race_50_rejects_one_outcome(cluster: Cluster, store: 
 
     losers = [u for u in approvers + rejecters if u != winner]
     await sb.wait_for(lambda _: all(knows(u) for u in losers), timeout=20)
-    trail = [e for e in await store.audit_trail(run_id) if e.action == "decide"]
+    trail = [e for e in await store.audit.trail(run_id) if e.action == "decide"]
     assert sorted(e.outcome for e in trail) == ["lost"] * 99 + ["won"]
     final = sb.message("C_GENERAL", card["ts"])
     assert final is not None and not cards(sb), "the card must no longer offer buttons"
@@ -237,7 +237,7 @@ async def test_sigkill_inside_a_tool_body_is_recovered_by_the_other_replica(
     assert recovered_after < LEASE + SWEEP + 3 + SENDER_LEASE, recovered_after
     assert request_id(card2) != request_id(card)
     assert len(executions(cluster.effects)) == 1  # shown to people, not re-run
-    runs = await store.list_runs()
+    runs = await store.runs.list()
     assert [r.status for r in runs] == ["waiting_for_human"]
     # Nothing is lost: approving the interrupted call runs it (in B) and the run completes.
     sb.bot_url = b.url
@@ -249,7 +249,7 @@ async def test_sigkill_inside_a_tool_body_is_recovered_by_the_other_replica(
     assert [e["pid"] for e in effects] == [a.driver.pid, b.driver.pid]
     assert len({e["key"] for e in effects}) == 1  # same idempotency key: downstream can dedupe
     assert effects[0]["key"].startswith(run_id)
-    trail = await store.audit_trail(run_id)
+    trail = await store.audit.trail(run_id)
     assert sum(1 for e in trail if e.action == "decide" and e.outcome == "won") == 2
     assert_clean(b)
     print(f"recovered {recovered_after:.2f}s after SIGKILL (lease {LEASE}s, sweep {SWEEP}s)")
@@ -268,7 +268,7 @@ async def test_sigkill_between_decision_and_continuation(cluster: Cluster, store
         await post(session, a.url, body, signed_headers(SECRET, body))  # A may die mid-answer
     assert await wait_exit(a) == -9
     assert "event=fault_injected" in a.log()
-    request = await store.get_request(rid)
+    request = await store.requests.get(rid)
     assert request is not None and request.status == "approved"  # recorded before A died
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=20)
     await wait_completed(cluster, store)

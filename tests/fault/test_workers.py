@@ -64,7 +64,7 @@ async def test_a_click_on_a_front_is_driven_by_a_worker_process_within_200ms(
     effects = executions(cluster.effects)
     assert [e["pid"] for e in effects] == [worker.proc.pid]  # the worker ran it, not the front
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=10)
-    decided = await store.get_request(request_id(card))
+    decided = await store.requests.get(request_id(card))
     assert decided is not None and decided.decided_at is not None
     handed_over = effects[0]["at"] - decided.decided_at.timestamp()
     assert 0 <= handed_over < 0.2, f"decision to tool body took {handed_over * 1000:.0f} ms"
@@ -97,7 +97,7 @@ async def test_sigkill_of_a_worker_inside_a_tool_body_shows_the_call_interrupted
     card2 = await sb.wait_for(interrupted, timeout=15)
     assert request_id(card2) != request_id(card)
     assert len(executions(cluster.effects)) == 1  # shown to people, not re-run
-    assert [r.status for r in await store.list_runs()] == ["waiting_for_human"]
+    assert [r.status for r in await store.runs.list()] == ["waiting_for_human"]
     assert_clean(front, second)
 
 
@@ -141,12 +141,12 @@ async def test_sigterm_on_a_worker_hands_its_waiting_runs_to_another_none_interr
     await sb.wait_for(lambda _: len(all_cards(sb)) == runs, timeout=20)
 
     async def all_waiting() -> bool:
-        listed = await store.list_runs(limit=100)
+        listed = await store.runs.list(limit=100)
         return len(listed) == runs and all(r.status == "waiting_for_human" for r in listed)
 
     await eventually(all_waiting, timeout=10, what="every run waiting for its approval")
-    for run in await store.list_runs(limit=100):
-        assert [r.interrupted for r in await store.requests_for_run(run.id)] == [False]
+    for run in await store.runs.list(limit=100):
+        assert [r.interrupted for r in await store.requests.for_run(run.id)] == [False]
     assert not any("interrupted" in message_text(m).lower() for m in all_cards(sb))
     assert "event=run_handed_back" in first.log()
     assert exited_after < grace + 5, exited_after
@@ -180,8 +180,8 @@ async def test_sigkill_of_a_worker_awaiting_its_model_is_continued_once_elsewher
     await asyncio.sleep(1.0)  # anything posted twice would show by now
     assert len(sb.messages("C_GENERAL")) == 1  # one root message
     assert len(all_cards(sb)) == 1  # one card
-    runs = await store.list_runs()
+    runs = await store.runs.list()
     assert [r.status for r in runs] == ["waiting_for_human"]
-    assert [r.interrupted for r in await store.requests_for_run(runs[0].id)] == [False]
+    assert [r.interrupted for r in await store.requests.for_run(runs[0].id)] == [False]
     assert executions(cluster.effects) == []
     assert_clean(front, second)

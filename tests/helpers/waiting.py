@@ -1,6 +1,6 @@
 """Wait for a condition instead of sleeping: `eventually(probe)` polls until it holds.
 
-    run = await eventually(lambda: store.get_run("r1"), what="the run to be saved")
+    run = await eventually(lambda: store.runs.get("r1"), what="the run to be saved")
     page = eventually_sync(lambda: get(url), what="the demo page", ignoring=(OSError,))
 
 The probe is called (and awaited when it returns an awaitable) every `interval` seconds until

@@ -23,12 +23,12 @@ async def _history(store: Store) -> None:
     """Runs paused, decided (won and lost), cancelled, and denials: what a day leaves behind."""
     for i in range(4):
         await paused_run(store, f"r{i}", approvers=["U_OPS"])
-        (request,) = await store.requests_for_run(f"r{i}")
+        (request,) = await store.requests.for_run(f"r{i}")
         status = "approved" if i % 2 == 0 else "rejected"
-        await store.decide(request.id, actor="U_OPS", status=status, reason=f"because {i}")
-        await store.decide(request.id, actor="U_LATE", status="approved")
-    await store.audit(actor="U_GUEST", action="decide", outcome="denied", detail="a guest")
-    await store.cancel_run("r1", actor="U_ADMIN", detail="stop")
+        await store.requests.decide(request.id, actor="U_OPS", status=status, reason=f"because {i}")
+        await store.requests.decide(request.id, actor="U_LATE", status="approved")
+    await store.audit.record(actor="U_GUEST", action="decide", outcome="denied", detail="a guest")
+    await store.runs.cancel("r1", actor="U_ADMIN", detail="stop")
 
 
 async def _ids(store: Store) -> list[int]:
@@ -62,14 +62,14 @@ async def test_verify_names_the_event_after_a_deleted_one_and_a_cut_tail(store: 
     ids = await _ids(store)
     async with store.db.write() as conn:
         await conn.execute(sa.delete(audit_events).where(audit_events.c.id == ids[3]))
-    verdict = await verify(store.db)
+    verdict = await verify(store.audit)
     assert not verdict.ok and verdict.broken_id == ids[4]
     assert f"does not follow event {ids[2]}" in verdict.reason
 
     async with store.db.write() as conn:  # put it back as it was? no: cut the tail instead
         await conn.execute(sa.delete(audit_events).where(audit_events.c.id <= ids[4]))
         await conn.execute(sa.delete(audit_events).where(audit_events.c.id == ids[-1]))
-    verdict = await verify(store.db)
+    verdict = await verify(store.audit)
     assert not verdict.ok  # the first kept event no longer follows the anchor
     assert verdict.broken_id == ids[5]
 
@@ -79,7 +79,7 @@ async def test_the_tail_cut_alone_is_named(store: Store) -> None:
     ids = await _ids(store)
     async with store.db.write() as conn:
         await conn.execute(sa.delete(audit_events).where(audit_events.c.id >= ids[-2]))
-    verdict = await verify(store.db)
+    verdict = await verify(store.audit)
     assert not verdict.ok and verdict.broken_id == ids[-1]
     assert "deleted" in verdict.reason
 
@@ -93,10 +93,10 @@ async def test_concurrent_appends_from_several_replicas_stay_one_chain(
 
     async def write(s: Store, n: int) -> None:
         for i in range(15):
-            await s.audit(actor=f"U{n}", action="test", outcome="ok", detail=f"{n}-{i}")
+            await s.audit.record(actor=f"U{n}", action="test", outcome="ok", detail=f"{n}-{i}")
 
     await asyncio.gather(*(write(s, n) for n, s in enumerate(replicas) for _ in range(2)))
-    verdict = await verify(first.db)
+    verdict = await verify(first.audit)
     assert verdict.ok, verdict.line()
     assert verdict.checked == 4 * 2 * 15
 
@@ -107,9 +107,9 @@ async def test_an_event_from_an_older_version_is_chained_by_the_next_append(stor
         await conn.execute(
             audit_events.insert().values(at=utcnow(), actor="U_OLD", action="x", outcome="ok")
         )
-    assert (await verify(store.db)).ok  # not broken: waiting to be chained
-    await store.audit(actor="U_NEW", action="y", outcome="ok")
-    verdict = await verify(store.db)
+    assert (await verify(store.audit)).ok  # not broken: waiting to be chained
+    await store.audit.record(actor="U_NEW", action="y", outcome="ok")
+    verdict = await verify(store.audit)
     assert verdict.ok and verdict.checked == len(await _ids(store))
 
 
@@ -126,7 +126,7 @@ async def test_audit_retention_keeps_a_verifiable_chain(store: Store, db_url: st
     purged = await audit_ops.purge_audit(store.db, timedelta(days=30))
     assert purged == 2
     assert (await _ids(store))[0] == ids[6]
-    verdict = await verify(store.db)
+    verdict = await verify(store.audit)
     assert verdict.ok, verdict.line()
 
 

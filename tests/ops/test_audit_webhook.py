@@ -67,12 +67,16 @@ async def _until(predicate, limit: float = 15.0) -> None:  # type: ignore[no-unt
 
 
 async def test_audit_webhook_is_retried_until_delivered(store: Store, receiver: Receiver) -> None:
-    await store.audit(actor="U0", action="before", outcome="ok")  # before the webhook: not sent
-    sender = AuditWebhook(store.db, receiver.url, SECRET, "replica-a", interval=0.05, backoff=[0.2])
+    await store.audit.record(
+        actor="U0", action="before", outcome="ok"
+    )  # before the webhook: not sent
+    sender = AuditWebhook(
+        store.audit, receiver.url, SECRET, "replica-a", interval=0.05, backoff=[0.2]
+    )
     async with httpx.AsyncClient() as client:
         await sender.run_once(client)  # the first claim starts the stream at the head
         for i in range(3):
-            await store.audit(actor=f"U{i}", action="decide", outcome="won", detail=f"n={i}")
+            await store.audit.record(actor=f"U{i}", action="decide", outcome="won", detail=f"n={i}")
         for _ in range(3):  # two attempts fail (503), each time the cursor stays put
             await sender.run_once(client)
             await asyncio.sleep(0.25)
@@ -80,7 +84,9 @@ async def test_audit_webhook_is_retried_until_delivered(store: Store, receiver: 
     # the replica died; another one holds the lease once it lapses, and finishes the job
     async with store.db.write() as conn:
         await conn.execute(audit_webhook_cursor.update().values(lease_expires_at=None))
-    other = AuditWebhook(store.db, receiver.url, SECRET, "replica-b", interval=0.05, backoff=[0.2])
+    other = AuditWebhook(
+        store.audit, receiver.url, SECRET, "replica-b", interval=0.05, backoff=[0.2]
+    )
     task = asyncio.create_task(other.run_forever())
     try:
         await _until(lambda: len(receiver.received) >= 3)
@@ -108,7 +114,7 @@ async def test_the_audit_tasks_of_sayso_run_stream_events(
     await tasks.start()
     try:
         await asyncio.sleep(0.3)  # the sender claimed the cursor at the head
-        await store.audit(actor="U1", action="decide", outcome="won")
+        await store.audit.record(actor="U1", action="decide", outcome="won")
         await _until(lambda: len(receiver.received) == 1)
     finally:
         await tasks.stop()

@@ -124,9 +124,9 @@ async def test_metrics_move_across_an_approve_and_a_reject_flow(front: Harness) 
     assert h.bot is not None
     bot = h.bot
     (waiting,) = await eventually(
-        lambda: bot.store.list_runs(status="waiting_for_human"), timeout=10, what="a third run"
+        lambda: bot.store.runs.list(status="waiting_for_human"), timeout=10, what="a third run"
     )
-    await bot.store.cancel_run(waiting.id, actor="U_ADMIN", detail="not today")
+    await bot.store.runs.cancel(waiting.id, actor="U_ADMIN", detail="not today")
     await h.idle()
 
     after, _, _ = await scrape(h)

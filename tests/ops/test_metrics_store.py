@@ -18,11 +18,11 @@ def value(name: str, **labels: str) -> float:
 def counted(monkeypatch: pytest.MonkeyPatch) -> None:
     metrics.install()
     monkeypatch.setattr(metrics, "PENDING_TTL", 0.0)
-    monkeypatch.setattr(metrics.pending, "db", None)
+    monkeypatch.setattr(metrics.pending, "store", None)
 
 
 async def test_decisions_expiries_and_pending_are_counted(store: Store) -> None:
-    metrics.watch_store(store.db)
+    metrics.watch_store(store)
     await paused_run(store, "r1", approvers=["S_SRE"])
     await paused_run(store, "r2", approvers=[])
     await paused_run(store, "r3", approvers=["U_OPS"], minutes=-1)
@@ -33,14 +33,14 @@ async def test_decisions_expiries_and_pending_are_counted(store: Store) -> None:
         for who in ("group", "anyone")
     }
     observed = value("sayso_time_to_decision_seconds_count")
-    (a,) = await store.requests_for_run("r1")
-    (b,) = await store.requests_for_run("r2")
-    outcome = await store.decide(a.id, actor="U1", status="approved")
+    (a,) = await store.requests.for_run("r1")
+    (b,) = await store.requests.for_run("r2")
+    outcome = await store.requests.decide(a.id, actor="U1", status="approved")
     assert outcome.won
-    await store.decide(a.id, actor="U2", status="rejected")  # lost: not a decision
-    await store.decide(b.id, actor="U1", status="approved")
+    await store.requests.decide(a.id, actor="U2", status="rejected")  # lost: not a decision
+    await store.requests.decide(b.id, actor="U1", status="approved")
     expired_before = value("sayso_decisions_total", decision="expired", who="listed")
-    assert len(await store.expire_due()) == 1
+    assert len(await store.requests.expire_due()) == 1
     assert value("sayso_decisions_total", decision="approved", who="group") == before["group"] + 1
     assert value("sayso_decisions_total", decision="approved", who="anyone") == (
         before["anyone"] + 1
@@ -55,7 +55,7 @@ async def test_the_slack_queues_are_read_at_scrape_time(store: Store) -> None:
     from store.intake import Intake
     from store.outbox import Outbox
 
-    metrics.watch_store(store.db)
+    metrics.watch_store(store)
     await metrics.pending.refresh()
     assert value("sayso_slack_outbox_pending") == 0 and value("sayso_intake_pending") == 0
     outbox = Outbox(store.db)

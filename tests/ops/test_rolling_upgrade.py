@@ -118,9 +118,9 @@ async def test_an_old_worker_and_a_new_front_work_together(
     assert [e["pid"] for e in executions(cluster.effects)] == [worker.proc.pid]
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=20)
     async with Store(cluster.db_url) as store:
-        runs = await store.list_runs()
+        runs = await store.runs.list()
         assert [r.status for r in runs] == ["completed"]
-        await store.audit(actor="system", action="upgrade_checked", outcome="ok")
-        verdict = await verify(store.db)
+        await store.audit.record(actor="system", action="upgrade_checked", outcome="ok")
+        verdict = await verify(store.audit)
     assert verdict.ok, verdict.line()  # what the old worker wrote is chained in
     assert_clean(front, worker)

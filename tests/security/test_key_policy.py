@@ -37,7 +37,7 @@ async def _key(h: Harness, name: str = "ci", **policy: object) -> str:
 
 async def _stored(h: Harness, request_id: str):  # type: ignore[no-untyped-def]
     assert h.bot is not None
-    request = await h.bot.store.get_request(request_id)
+    request = await h.bot.store.requests.get(request_id)
     assert request is not None
     return request
 

@@ -21,7 +21,7 @@ async def test_a_save_during_reencrypt_is_kept() -> None:
     async with fresh_postgres(base) as url:
         writer = Store(url, encryption_keys=[old])
         await writer.upgrade()
-        await writer.create_run(
+        await writer.runs.create(
             run_id="r1",
             agent_id="ops",
             requester="U1",

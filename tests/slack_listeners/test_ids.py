@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.sandbox import payloads
-from bot.slack.blocks import cards, grants, home, messages, modals
+from bot.slack.blocks import cards, home, messages, modals
+from bot.slack.blocks import standing as standing_blocks
 from bot.slack.blocks.data import CardInfo, RunInfo
 from bot.slack.ids import SLASH_COMMAND, ActionId, BlockId, CallbackId
 from tests.slack_listeners.helpers import world
@@ -136,7 +137,7 @@ def _surfaces() -> list[dict[str, Any]]:
         *(cards.request_card(c) for c in all_cards),
         *(cards.request_card(_card("approval", status="approved")),),
         cards.request_card(_card("approval", standing_seconds=3600)),
-        grants.grant_message("G_GONE", "deploy", "U_APPROVER", datetime.now(UTC)),
+        standing_blocks.standing_message("G_GONE", "deploy", "U_APPROVER", datetime.now(UTC)),
         messages.run_failed(run, "boom"),
         messages.root_message(RunInfo("RUN_GONE", "ops", "running", "deploy")),
         home.home_view(all_cards, 4, [run], user_id="U_MEMBER"),

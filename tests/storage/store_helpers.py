@@ -41,7 +41,7 @@ async def paused_run(
     from bot.agent.messages import ToolCall
     from bot.agent.state import Pause, PendingToolCall, Run, RunResult
 
-    lease = await store.create_run(
+    lease = await store.runs.create(
         run_id=run_id,
         agent_id="ops",
         requester=requester,
@@ -66,7 +66,7 @@ async def paused_run(
             pause=Pause(kind="tool_approval", step=1, pending_tool_calls=pending),
         )
     )
-    accessor = store.accessor(
+    accessor = store.runs.accessor(
         lease, policy(approvers, minutes=minutes, allow_self_approval=allow_self_approval)
     )
     await accessor.save(result)

@@ -23,8 +23,8 @@ from tests.storage.store_helpers import StoreFactory, paused_run, policy
 
 async def test_audit_trail_records_winners_losers_and_denials(store: Store) -> None:
     await paused_run(store, "r1")
-    (r,) = await store.requests_for_run("r1")
-    await store.audit(
+    (r,) = await store.requests.for_run("r1")
+    await store.audit.record(
         actor="U_GUEST",
         action="decide",
         run_id="r1",
@@ -35,9 +35,9 @@ async def test_audit_trail_records_winners_losers_and_denials(store: Store) -> N
         outcome="denied",
         detail="guests may not decide",
     )
-    await store.decide(r.id, actor="U2", status="approved")
-    await store.decide(r.id, actor="U3", status="rejected", reason="too late")
-    trail = await store.audit_trail("r1")
+    await store.requests.decide(r.id, actor="U2", status="approved")
+    await store.requests.decide(r.id, actor="U3", status="rejected", reason="too late")
+    trail = await store.audit.trail("r1")
     assert [(e.actor, e.action, e.outcome) for e in trail] == [
         ("U_GUEST", "decide", "denied"),
         ("U2", "decide", "won"),
@@ -48,14 +48,14 @@ async def test_audit_trail_records_winners_losers_and_denials(store: Store) -> N
     assert args_hash("deploy", {"env": "staging"}) == expected
     assert trail[0].at <= trail[1].at <= trail[2].at and trail[0].at.tzinfo is not None
     assert "decided_by=U2" in (trail[2].detail or "")
-    assert await store.audit_trail("nothing") == []
+    assert await store.audit.trail("nothing") == []
 
 
 async def test_an_edit_is_audited_with_the_arguments_that_will_run(store: Store) -> None:
     await paused_run(store, "r1")
-    (r,) = await store.requests_for_run("r1")
-    await store.decide(r.id, actor="U2", status="edited", edited_arguments={"env": "prod"})
-    (event,) = await store.audit_trail("r1")
+    (r,) = await store.requests.for_run("r1")
+    await store.requests.decide(r.id, actor="U2", status="edited", edited_arguments={"env": "prod"})
+    (event,) = await store.audit.trail("r1")
     assert event.args_hash == args_hash("deploy", {"env": "prod"})
 
 
@@ -76,11 +76,11 @@ async def test_purge_deletes_old_finished_runs_and_keeps_audit(store: Store) -> 
     ]:
         lease = await paused_run(store, run_id)
         if status != "waiting":
-            lease = await store.claim_run(run_id)
+            lease = await store.runs.claim(run_id)
             result = RunResult(run=Run(id=run_id, agent_id="ops", model="m", status=status))  # type: ignore[arg-type]
-            await store.accessor(lease, policy()).save(result)
-    (r,) = await store.requests_for_run("old_done")
-    await store.audit(
+            await store.runs.accessor(lease, policy()).save(result)
+    (r,) = await store.requests.for_run("old_done")
+    await store.audit.record(
         actor="U1", action="decide", run_id="old_done", request_id=r.id, outcome="denied"
     )
     await store.first_delivery("Ev_old")
@@ -90,12 +90,13 @@ async def test_purge_deletes_old_finished_runs_and_keeps_audit(store: Store) -> 
         await conn.execute(update(runs).where(runs.c.id.like("old_%")).values(updated_at=long_ago))
         await conn.execute(update(slack_events).values(received_at=long_ago))
     assert await store.purge(timedelta(days=30)) == 1
-    assert await store.get_run("old_done") is None
-    assert await store.get_request(r.id) is None
+    assert await store.runs.get("old_done") is None
+    assert await store.requests.get(r.id) is None
     assert (
-        await store.get_run("old_wait") is not None and await store.get_run("new_done") is not None
+        await store.runs.get("old_wait") is not None
+        and await store.runs.get("new_done") is not None
     )
-    assert len(await store.audit_trail("old_done")) == 1
+    assert len(await store.audit.trail("old_done")) == 1
     async with store.db.read() as conn:
         assert await conn.scalar(text("SELECT count(*) FROM request_approvers")) == 2
         assert await conn.scalar(text("SELECT count(*) FROM webhook_deliveries")) == 0
@@ -104,7 +105,7 @@ async def test_purge_deletes_old_finished_runs_and_keeps_audit(store: Store) -> 
 
 
 async def test_inbox_stays_fast_with_100000_requests(store: Store) -> None:
-    lease = await store.create_run(
+    lease = await store.runs.create(
         run_id="bulk",
         agent_id="ops",
         requester="U0",
@@ -113,7 +114,7 @@ async def test_inbox_stays_fast_with_100000_requests(store: Store) -> None:
         thread_ts=None,
         request_text="bulk",
     )
-    await store.release(lease)
+    await store.runs.release(lease)
     now = utcnow()
     later = now + timedelta(hours=1)
     rows, approvers = [], []
@@ -145,15 +146,15 @@ async def test_inbox_stays_fast_with_100000_requests(store: Store) -> None:
         if store.db.is_postgres:
             await conn.execute(text("ANALYZE"))
     started = time.perf_counter()
-    page, total = await store.pending_for("U40", ["S_NONE"], include_anyone=False)
+    page, total = await store.requests.pending_for("U40", ["S_NONE"], include_anyone=False)
     mine = time.perf_counter() - started
     started = time.perf_counter()
-    page_any, total_any = await store.pending_for("U40")
+    page_any, total_any = await store.requests.pending_for("U40")
     anyone = time.perf_counter() - started
     assert total == len([i for i in range(0, 100_000, 20) if i % 3 and i % 500 == 40])
     everyone = total + len([i for i in range(0, 100_000, 20) if not i % 3])
     assert total_any == min(everyone, 1000)  # counted up to the inbox's limit ("1,000+")
-    _, exact = await store.pending_for("U40", count_limit=10**6)
+    _, exact = await store.requests.pending_for("U40", count_limit=10**6)
     assert exact == everyone
     assert page and all(r.approvers == ("U40",) for r in page)
     assert len(page_any) == 50 and page_any[0].created_at >= page_any[-1].created_at

@@ -12,21 +12,21 @@ from tests.storage.store_helpers import paused_run, policy
 
 async def test_cancel_closes_pending_requests_and_is_audited_once(store: Store) -> None:
     await paused_run(store, "r1", calls=("a", "b"))
-    done = await store.cancel_run("r1", actor="U_OPS")
+    done = await store.runs.cancel("r1", actor="U_OPS")
     assert done.cancelled and done.run is not None and done.run.status == "cancelled"
     assert sorted(r.call_id for r in done.requests) == ["a", "b"]
     assert all(r.status == "cancelled" and r.decided_by == "U_OPS" for r in done.requests)
     assert done.run.result is not None and done.run.result.run.status == "cancelled"
-    again = await store.cancel_run("r1", actor="U_OTHER")
+    again = await store.runs.cancel("r1", actor="U_OTHER")
     assert not again.cancelled and again.run is not None and again.run.status == "cancelled"
-    trail = [e for e in await store.audit_trail("r1") if e.action == "cancel"]
+    trail = [e for e in await store.audit.trail("r1") if e.action == "cancel"]
     assert [(e.actor, e.outcome) for e in trail] == [("U_OPS", "ok")]
-    assert await store.claim_run("r1") is None
-    assert (await store.cancel_run("nope", actor="U_OPS")).run is None
+    assert await store.runs.claim("r1") is None
+    assert (await store.runs.cancel("nope", actor="U_OPS")).run is None
 
 
 async def test_the_driver_of_a_cancelled_run_is_fenced_at_its_next_save(store: Store) -> None:
-    lease = await store.create_run(
+    lease = await store.runs.create(
         run_id="r2",
         agent_id="ops",
         requester="U1",
@@ -35,11 +35,11 @@ async def test_the_driver_of_a_cancelled_run_is_fenced_at_its_next_save(store: S
         thread_ts=None,
         request_text="go",
     )
-    accessor = store.accessor(lease, policy([]))
+    accessor = store.runs.accessor(lease, policy([]))
     running = RunResult(run=Run(id="r2", agent_id="ops", model="scripted:list"))
     await accessor.save(running)
-    assert (await store.cancel_run("r2", actor="U1")).cancelled
+    assert (await store.runs.cancel("r2", actor="U1")).cancelled
     with pytest.raises(LeaseLostError):
         await accessor.save(running)
-    run = await store.get_run("r2")
+    run = await store.runs.get("r2")
     assert run is not None and run.status == "cancelled"

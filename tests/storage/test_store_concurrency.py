@@ -20,9 +20,12 @@ async def test_fifty_replicas_deciding_one_request_have_exactly_one_winner(
 ) -> None:
     replicas = await _replicas(make_store, 50)
     await paused_run(replicas[0], "r1")
-    (request,) = await replicas[0].requests_for_run("r1")
+    (request,) = await replicas[0].requests.for_run("r1")
     outcomes = await asyncio.gather(
-        *(s.decide(request.id, actor=f"U{i}", status="approved") for i, s in enumerate(replicas))
+        *(
+            s.requests.decide(request.id, actor=f"U{i}", status="approved")
+            for i, s in enumerate(replicas)
+        )
     )
     winners = [o for o in outcomes if o.won]
     assert len(winners) == 1
@@ -31,7 +34,7 @@ async def test_fifty_replicas_deciding_one_request_have_exactly_one_winner(
     assert len(losers) == 49
     assert all(o.request.status == "approved" and o.request.decided_by == winner for o in losers)
     assert winners[0].run_ready and not any(o.run_ready for o in losers)
-    trail = await replicas[0].audit_trail("r1")
+    trail = await replicas[0].audit.trail("r1")
     decides = [e for e in trail if e.action == "decide"]
     assert sorted(e.outcome for e in decides) == ["lost"] * 49 + ["won"]
     assert next(e for e in decides if e.outcome == "won").actor == winner
@@ -40,9 +43,9 @@ async def test_fifty_replicas_deciding_one_request_have_exactly_one_winner(
 async def test_approvals_racing_rejections_end_in_one_state(make_store: StoreFactory) -> None:
     replicas = await _replicas(make_store, 50)
     await paused_run(replicas[0], "r1")
-    (request,) = await replicas[0].requests_for_run("r1")
+    (request,) = await replicas[0].requests.for_run("r1")
     attempts = [
-        s.decide(
+        s.requests.decide(
             request.id,
             actor=f"U{i}",
             status="approved" if i % 2 else "rejected",
@@ -52,7 +55,7 @@ async def test_approvals_racing_rejections_end_in_one_state(make_store: StoreFac
     ]
     outcomes = await asyncio.gather(*attempts)
     (winner,) = [o for o in outcomes if o.won]
-    final = await replicas[0].get_request(request.id)
+    final = await replicas[0].requests.get(request.id)
     assert final.status == winner.request.status
     assert final.decided_by == winner.request.decided_by
     assert all(o.request.status == final.status for o in outcomes)
@@ -67,24 +70,24 @@ async def test_a_decision_racing_the_deadline_is_either_decided_or_expired(
 
     async def decider(s: Store, request_id: str, i: int):
         await asyncio.sleep(random.uniform(0.2, 0.6))  # the race: a click around the deadline
-        return await s.decide(request_id, actor=f"U{i}", status="approved")
+        return await s.requests.decide(request_id, actor=f"U{i}", status="approved")
 
     async def sweeper(s: Store):
         await asyncio.sleep(random.uniform(0.2, 0.6))  # the race: a sweep around the deadline
-        return await s.expire_due()
+        return await s.requests.expire_due()
 
     for n in range(4):
         await paused_run(replicas[0], f"r{n}", minutes=0.4 / 60)  # due in 0.4 s
-        (request,) = await replicas[0].requests_for_run(f"r{n}")
+        (request,) = await replicas[0].requests.for_run(f"r{n}")
         tasks = [decider(s, request.id, i) for i, s in enumerate(replicas[:6])]
         sweeps = [sweeper(s) for s in replicas[6:]]
         results = await asyncio.gather(*tasks, *sweeps)
         decisions, swept = results[:6], results[6:]
         won = [o for o in decisions if o.won]
         expired_by_sweep = [r for batch in swept for r in batch if r.id == request.id]
-        trail = await replicas[0].audit_trail(f"r{n}")
+        trail = await replicas[0].audit.trail(f"r{n}")
         expiries = [e for e in trail if e.action == "expire"]
-        final = await replicas[0].get_request(request.id)
+        final = await replicas[0].requests.get(request.id)
         assert len(won) + len(expiries) == 1, final
         assert len(expired_by_sweep) <= len(expiries)
         if won:
@@ -100,8 +103,10 @@ async def test_sweeps_in_every_replica_expire_each_request_once(make_store: Stor
     replicas = await _replicas(make_store, 8)
     for n in range(10):
         await paused_run(replicas[0], f"r{n}", calls=("a", "b", "c"), minutes=-1)
-    batches = await asyncio.gather(*(s.expire_due(limit=7) for s in replicas for _ in range(2)))
+    batches = await asyncio.gather(
+        *(s.requests.expire_due(limit=7) for s in replicas for _ in range(2))
+    )
     expired = [r.id for batch in batches for r in batch]
     assert len(expired) == len(set(expired)) == 30
-    events = [e for n in range(10) for e in await replicas[0].audit_trail(f"r{n}")]
+    events = [e for n in range(10) for e in await replicas[0].audit.trail(f"r{n}")]
     assert sorted(e.request_id for e in events if e.action == "expire") == sorted(expired)

@@ -28,7 +28,7 @@ async def _secret_run(store: Store, run_id: str = "r1") -> str:
     from bot.agent.messages import Message, ToolCall
     from bot.agent.state import Pause, PendingToolCall
 
-    lease = await store.create_run(
+    lease = await store.runs.create(
         run_id=run_id,
         agent_id="ops",
         requester="U1",
@@ -51,9 +51,9 @@ async def _secret_run(store: Store, run_id: str = "r1") -> str:
             pending_tool_calls=[PendingToolCall(call=call, kind="approval")],
         ),
     )
-    await store.accessor(lease, policy([])).save(RunResult(run=run))
-    (request,) = await store.current_requests(run_id)
-    await store.decide(
+    await store.runs.accessor(lease, policy([])).save(RunResult(run=run))
+    (request,) = await store.requests.current(run_id)
+    await store.requests.decide(
         request.id,
         actor="U2",
         status="edited",
@@ -73,12 +73,12 @@ async def _raw_rows(store: Store) -> str:
 
 
 async def _check_readable(store: Store, request_id: str) -> None:
-    request = await store.get_request(request_id)
+    request = await store.requests.get(request_id)
     assert request is not None
     assert request.arguments == {"token": SECRET_ARG}
     assert request.edited_arguments == {"token": SECRET_EDIT}
     assert request.reason == SECRET_REASON
-    result = await store.load_result("r1")
+    result = await store.runs.load_result("r1")
     assert result is not None and result.run.messages[0].content == SECRET_TEXT
 
 
@@ -114,10 +114,10 @@ async def test_reading_encrypted_data_without_the_key_is_a_clear_error(
     request_id = await _secret_run(store)
     keyless = await make_store()
     with pytest.raises(EncryptionKeyError, match="SAYSO_ENCRYPTION_KEYS is not set"):
-        await keyless.get_request(request_id)
+        await keyless.requests.get(request_id)
     wrong = await make_store(encryption_keys=[KEY_B])
     with pytest.raises(EncryptionKeyError, match="None of the keys"):
-        await wrong.load_result("r1")
+        await wrong.runs.load_result("r1")
 
 
 async def test_rotation_with_two_keys(make_store: StoreFactory) -> None:
@@ -132,7 +132,7 @@ async def test_rotation_with_two_keys(make_store: StoreFactory) -> None:
     new_only = await make_store(encryption_keys=[KEY_B])
     await _check_readable(new_only, request_id)
     with pytest.raises(EncryptionKeyError):
-        await (await make_store(encryption_keys=[KEY_A])).get_request(request_id)
+        await (await make_store(encryption_keys=[KEY_A])).requests.get(request_id)
 
 
 async def test_reencrypt_encrypts_rows_written_before_the_key(make_store: StoreFactory) -> None:
@@ -155,7 +155,7 @@ def test_a_malformed_key_is_refused() -> None:
 async def test_running_state_round_trips_encrypted(make_store: StoreFactory) -> None:
     store = await make_store(encryption_keys=[KEY_A])
     await store.upgrade()
-    lease = await store.create_run(
+    lease = await store.runs.create(
         run_id="r9",
         agent_id="ops",
         requester="U1",
@@ -164,10 +164,10 @@ async def test_running_state_round_trips_encrypted(make_store: StoreFactory) -> 
         thread_ts=None,
         request_text="go",
     )
-    await store.accessor(lease, policy([])).save(
+    await store.runs.accessor(lease, policy([])).save(
         RunResult(run=Run(id="r9", agent_id="ops", model="scripted:list"))
     )
-    run = await store.get_run("r9")
+    run = await store.runs.get("r9")
     assert run is not None and run.result is not None and run.result.run.id == "r9"
 
 
@@ -222,8 +222,8 @@ async def test_api_titles_and_context_are_encrypted(make_store: StoreFactory) ->
     assert created
     raw = await _raw_rows(store)
     assert title not in raw and said not in raw
-    request = await store.get_request(request_id)
+    request = await store.requests.get(request_id)
     assert request is not None and request.api_spec is not None
     assert request.api_spec["context"] == {"conversation": said}
-    run = await store.get_run(request.run_id)
+    run = await store.runs.get(request.run_id)
     assert run is not None and run.request_text == title

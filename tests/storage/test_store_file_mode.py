@@ -55,7 +55,7 @@ async def test_another_process_closing_the_database_leaves_this_ones_files(
         "from store import Store\n"
         "async def main():\n"
         f"    async with Store({url!r}) as s:\n"
-        "        await s.list_runs()\n"
+        "        await s.runs.list()\n"
         "asyncio.run(main())\n"
     )
     async with Store(url) as store:
@@ -68,4 +68,4 @@ async def test_another_process_closing_the_database_leaves_this_ones_files(
         side_files = [Path(f"{db}-wal"), Path(f"{db}-shm")]
         assert all(f.exists() for f in side_files)
         await paused_run(store, "r2")
-        assert {r.id for r in await store.list_runs()} == {"r1", "r2"}
+        assert {r.id for r in await store.runs.list()} == {"r1", "r2"}

@@ -53,7 +53,7 @@ async def test_upgrade_from_empty_creates_every_table(make_store: StoreFactory) 
 async def test_upgrade_twice_is_harmless_and_keeps_data(make_store: StoreFactory) -> None:
     s = await make_store()
     await s.upgrade()
-    await s.create_run(
+    await s.runs.create(
         run_id="r1",
         agent_id="ops",
         requester=None,
@@ -65,7 +65,7 @@ async def test_upgrade_twice_is_harmless_and_keeps_data(make_store: StoreFactory
     await s.upgrade()
     again = await make_store()
     await again.upgrade()
-    assert (await again.get_run("r1")) is not None
+    assert (await again.runs.get("r1")) is not None
     assert await _head(again) == HEAD
 
 
@@ -110,7 +110,7 @@ async def test_upgrade_from_the_first_release_keeps_paused_runs(make_store: Stor
     await s.upgrade()
     assert await _head(s) == HEAD
     await paused_run(s, "run1")
-    assert [r.reminded_at for r in await s.current_requests("run1")] == [None]
+    assert [r.reminded_at for r in await s.requests.current("run1")] == [None]
 
 
 async def test_an_older_release_starts_on_a_schema_a_newer_one_migrated(

@@ -34,10 +34,10 @@ def _paused(run_id: str, pending: list[PendingToolCall], step: int = 1, **pause:
 
 async def test_a_pause_makes_one_pending_request_per_call(store: Store) -> None:
     await paused_run(store, "r1", calls=("c1", "c2"), approvers=["U2", "S_OPS"])
-    run = await store.get_run("r1")
+    run = await store.runs.get("r1")
     assert run.status == "waiting_for_human" and run.pause_kind == "tool_approval"
     assert run.lease_owner is None  # a paused run is nobody's
-    reqs = await store.requests_for_run("r1")
+    reqs = await store.requests.for_run("r1")
     assert [r.call_id for r in reqs] == ["c1", "c2"]
     r = reqs[0]
     assert (r.status, r.kind, r.tool_name, r.arguments) == (
@@ -49,15 +49,15 @@ async def test_a_pause_makes_one_pending_request_per_call(store: Store) -> None:
     assert r.approvers == ("S_OPS", "U2") and not r.anyone
     assert (r.requester, r.channel_id, r.step, r.interrupted) == ("U_REQ", "C1", 1, False)
     assert r.expires_at > utcnow() and len(r.id) == 32
-    assert await store.get_request(r.id) == r
-    assert await store.current_requests("r1") == reqs
-    assert await store.requests_for_run("r1", step=2) == []
-    await store.set_request_message(r.id, "C1", "1700000000.000300")
-    assert (await store.get_request(r.id)).message_ts == "1700000000.000300"
+    assert await store.requests.get(r.id) == r
+    assert await store.requests.current("r1") == reqs
+    assert await store.requests.for_run("r1", step=2) == []
+    await store.requests.set_message(r.id, "C1", "1700000000.000300")
+    assert (await store.requests.get(r.id)).message_ts == "1700000000.000300"
 
 
 async def test_saving_the_same_pause_again_adds_no_requests(store: Store) -> None:
-    lease = await store.create_run(
+    lease = await store.runs.create(
         run_id="r1",
         agent_id="ops",
         requester="U1",
@@ -67,15 +67,15 @@ async def test_saving_the_same_pause_again_adds_no_requests(store: Store) -> Non
         request_text="x",
     )
     pending = [PendingToolCall(call=ToolCall(id="c1", name="deploy"), kind="approval")]
-    await store.accessor(lease, policy()).save(_paused("r1", pending))
-    again = await store.claim_run("r1")
-    await store.accessor(again, policy()).save(_paused("r1", pending))
-    reqs = await store.requests_for_run("r1")
+    await store.runs.accessor(lease, policy()).save(_paused("r1", pending))
+    again = await store.runs.claim("r1")
+    await store.runs.accessor(again, policy()).save(_paused("r1", pending))
+    reqs = await store.requests.for_run("r1")
     assert len(reqs) == 1 and reqs[0].anyone and reqs[0].approvers == ()
 
 
 async def test_review_pause_and_manual_calls(store: Store) -> None:
-    lease = await store.create_run(
+    lease = await store.runs.create(
         run_id="r1",
         agent_id="ops",
         requester="U1",
@@ -97,91 +97,91 @@ async def test_review_pause_and_manual_calls(store: Store) -> None:
         seen.append(pending)
         return policy(["U9"])(result, pending)
 
-    await store.accessor(lease, pol).save(review)
+    await store.runs.accessor(lease, pol).save(review)
     assert seen == [None]
-    (r,) = await store.requests_for_run("r1")
+    (r,) = await store.requests.for_run("r1")
     assert (r.kind, r.call_id, r.tool_name) == ("review", "review:3", "human_review")
     assert r.arguments == {"reason": "check the plan", "payload": {"n": 1}}
-    out = await store.decide(r.id, actor="U9", status="answered", output="looks good")
+    out = await store.requests.decide(r.id, actor="U9", status="answered", output="looks good")
     assert out.won and out.run_ready and out.request.output == "looks good"
 
 
 async def test_interrupted_call_paused_again_gets_a_fresh_request(store: Store) -> None:
     await paused_run(store, "r1", calls=("c1",))
-    (first,) = await store.requests_for_run("r1")
-    await store.decide(first.id, actor="U2", status="approved")
-    lease = await store.claim_run("r1")
-    accessor = store.accessor(lease, policy())
+    (first,) = await store.requests.for_run("r1")
+    await store.requests.decide(first.id, actor="U2", status="approved")
+    lease = await store.runs.claim("r1")
+    accessor = store.runs.accessor(lease, policy())
     running = _paused("r1", [])
     running.run.status, running.run.pause = "running", None
     running.run.turn = None
     await accessor.save(running)  # the call started; then the process died
-    lease2 = await store.claim_run("r1")
+    lease2 = await store.runs.claim("r1")
     assert lease2 is None  # still leased by the dead process until it lapses
     again = [
         PendingToolCall(call=ToolCall(id="c1", name="deploy"), kind="approval", interrupted=True)
     ]
     await accessor.save(_paused("r1", again, seq=2))  # (recovery, here by the same holder)
-    reqs = await store.requests_for_run("r1")
+    reqs = await store.requests.for_run("r1")
     assert [(r.call_id, r.status, r.interrupted) for r in reqs] == [
         ("c1", "approved", False),
         ("c1", "pending", True),
     ]
     assert reqs[1].pause_seq == reqs[0].pause_seq + 1
-    assert [r.id for r in await store.current_requests("r1")] == [reqs[1].id]
-    assert "r1" not in await store.ready_runs()
+    assert [r.id for r in await store.requests.current("r1")] == [reqs[1].id]
+    assert "r1" not in await store.runs.ready()
 
 
 async def test_ending_a_run_cancels_its_pending_requests(store: Store) -> None:
     await paused_run(store, "r1", calls=("c1", "c2"))
-    lease = await store.claim_run("r1")
-    result = await store.load_result("r1")
+    lease = await store.runs.claim("r1")
+    result = await store.runs.load_result("r1")
     result.run.status, result.run.pause = "cancelled", None
-    await store.accessor(lease, policy()).save(result)
-    assert {r.status for r in await store.requests_for_run("r1")} == {"cancelled"}
-    assert (await store.get_run("r1")).status == "cancelled"
-    assert await store.pending_for("U2") == ([], 0)
+    await store.runs.accessor(lease, policy()).save(result)
+    assert {r.status for r in await store.requests.for_run("r1")} == {"cancelled"}
+    assert (await store.runs.get("r1")).status == "cancelled"
+    assert await store.requests.pending_for("U2") == ([], 0)
 
 
 async def test_decide_records_the_decision_once(store: Store) -> None:
     await paused_run(store, "r1")
-    (r,) = await store.requests_for_run("r1")
-    won = await store.decide(
+    (r,) = await store.requests.for_run("r1")
+    won = await store.requests.decide(
         r.id, actor="U2", status="edited", edited_arguments={"env": "prod"}, reason="bigger"
     )
     assert won.won and won.run_ready and not won.expired
     assert (won.request.status, won.request.decided_by) == ("edited", "U2")
     assert won.request.edited_arguments == {"env": "prod"} and won.request.reason == "bigger"
     assert won.request.decided_at is not None
-    lost = await store.decide(r.id, actor="U3", status="rejected")
+    lost = await store.requests.decide(r.id, actor="U3", status="rejected")
     assert not lost.won and not lost.expired and not lost.run_ready
     assert (lost.request.status, lost.request.decided_by) == ("edited", "U2")
-    missing = await store.decide("nope", actor="U3", status="approved")
+    missing = await store.requests.decide("nope", actor="U3", status="approved")
     assert not missing.won and missing.request is None and not missing.found
 
 
 async def test_decide_after_the_deadline_expires_the_request(store: Store) -> None:
     await paused_run(store, "r1", minutes=1)
-    (r,) = await store.requests_for_run("r1")
+    (r,) = await store.requests.for_run("r1")
     late = utcnow() + timedelta(minutes=2)
-    out = await store.decide(r.id, actor="U2", status="approved", now=late)
+    out = await store.requests.decide(r.id, actor="U2", status="approved", now=late)
     assert not out.won and out.expired and out.run_ready
     assert (out.request.status, out.request.decided_by) == ("expired", "system")
-    again = await store.decide(r.id, actor="U3", status="approved")
+    again = await store.requests.decide(r.id, actor="U3", status="approved")
     assert not again.won and again.expired
 
 
 async def test_expire_due_returns_only_what_it_expired(store: Store) -> None:
     await paused_run(store, "soon", calls=("a", "b"), minutes=1)
     await paused_run(store, "later", minutes=90)
-    assert await store.expire_due() == []
+    assert await store.requests.expire_due() == []
     at = utcnow() + timedelta(minutes=2)
-    expired = await store.expire_due(now=at)
+    expired = await store.requests.expire_due(now=at)
     assert sorted(r.call_id for r in expired) == ["a", "b"]
     assert all(r.status == "expired" and r.decided_by == "system" for r in expired)
-    assert await store.expire_due(now=at) == []
-    assert await store.ready_runs(now=at) == ["soon"]
-    assert len(await store.expire_due(now=utcnow() + timedelta(hours=2), limit=10)) == 1
+    assert await store.requests.expire_due(now=at) == []
+    assert await store.runs.ready(now=at) == ["soon"]
+    assert len(await store.requests.expire_due(now=utcnow() + timedelta(hours=2), limit=10)) == 1
 
 
 async def test_pending_for_matches_people_groups_and_anyone(store: Store) -> None:
@@ -195,23 +195,23 @@ async def test_pending_for_matches_people_groups_and_anyone(store: Store) -> Non
     def ids(page):
         return [r.run_id for r in page[0]], page[1]
 
-    assert ids(await store.pending_for("U2")) == (["no_self", "anyone", "for_u2"], 3)
-    assert ids(await store.pending_for("U2", ["S_OPS"], include_anyone=False)) == (
+    assert ids(await store.requests.pending_for("U2")) == (["no_self", "anyone", "for_u2"], 3)
+    assert ids(await store.requests.pending_for("U2", ["S_OPS"], include_anyone=False)) == (
         ["no_self", "for_group", "for_u2"],
         3,
     )
     # The requester never sees a request they may not decide themselves.
-    assert ids(await store.pending_for("U_REQ", include_anyone=False)) == (["self_ok"], 1)
-    page, total = await store.pending_for("U2", ["S_OPS"], limit=2)
+    assert ids(await store.requests.pending_for("U_REQ", include_anyone=False)) == (["self_ok"], 1)
+    page, total = await store.requests.pending_for("U2", ["S_OPS"], limit=2)
     assert len(page) == 2 and total == 4
-    (r,) = (await store.pending_for("U2", include_anyone=False))[0][-1:]
-    await store.decide(r.id, actor="U2", status="approved")
-    assert ids(await store.pending_for("U2", include_anyone=False)) == (["no_self"], 1)
+    (r,) = (await store.requests.pending_for("U2", include_anyone=False))[0][-1:]
+    await store.requests.decide(r.id, actor="U2", status="approved")
+    assert ids(await store.requests.pending_for("U2", include_anyone=False)) == (["no_self"], 1)
 
 
 async def test_pending_for_keeps_each_request_once(store: Store) -> None:
     await paused_run(store, "r1", approvers=["U2", "S_A", "S_B", "*"])
-    page, total = await store.pending_for("U2", ["S_A", "S_B"])
+    page, total = await store.requests.pending_for("U2", ["S_A", "S_B"])
     assert (
         total == 1
         and len(page) == 1
@@ -223,7 +223,7 @@ async def test_pending_for_keeps_each_request_once(store: Store) -> None:
 async def test_inbox_total_is_counted_up_to_a_limit(store) -> None:  # type: ignore[no-untyped-def]
     for i in range(4):
         await paused_run(store, f"run{i}", calls=("call_1", "call_2"))
-    page, total = await store.pending_for("U_ANY", limit=3)
+    page, total = await store.requests.pending_for("U_ANY", limit=3)
     assert (len(page), total) == (3, 8)
-    page, total = await store.pending_for("U_ANY", limit=3, count_limit=5)
+    page, total = await store.requests.pending_for("U_ANY", limit=3, count_limit=5)
     assert (len(page), total) == (3, 5)

@@ -30,7 +30,7 @@ def make_agent() -> Agent:
 
 
 async def _start(s: Store, run_id: str = "run-1"):
-    lease = await s.create_run(
+    lease = await s.runs.create(
         run_id=run_id,
         agent_id="ops",
         requester="U_REQ",
@@ -40,7 +40,7 @@ async def _start(s: Store, run_id: str = "run-1"):
         request_text="deploy to staging",
     )
     result = await make_agent().run(
-        "deploy to staging", run_id=run_id, state=s.accessor(lease, policy(["U_OPS"]))
+        "deploy to staging", run_id=run_id, state=s.runs.accessor(lease, policy(["U_OPS"]))
     )
     return lease, result
 
@@ -52,45 +52,45 @@ async def test_paused_run_continues_by_id_after_a_restart(make_store: StoreFacto
     lease, paused = await _start(first)
     assert paused.run.status == "waiting_for_human"
     (pending,) = paused.pending_tool_calls
-    run = await first.get_run("run-1")
+    run = await first.runs.get("run-1")
     assert (run.status, run.pause_kind, run.lease_owner) == (
         "waiting_for_human",
         "tool_approval",
         None,
     )
-    (request,) = await first.requests_for_run("run-1")
+    (request,) = await first.requests.for_run("run-1")
     assert (request.call_id, request.tool_name, request.arguments) == (
         pending.call.id,
         "deploy",
         {"env": "staging"},
     )
     assert request.approvers == ("U_OPS",) and request.requester == "U_REQ"
-    outcome = await first.decide(request.id, actor="U_OPS", status="approved")
+    outcome = await first.requests.decide(request.id, actor="U_OPS", status="approved")
     assert outcome.won and outcome.run_ready
     await first.close()
     assert executed == []
 
     second = await make_store(replica_id="after-restart")
     await second.upgrade()
-    assert await second.ready_runs() == ["run-1"]
-    lease2 = await second.claim_run("run-1")
+    assert await second.runs.ready() == ["run-1"]
+    lease2 = await second.runs.claim("run-1")
     assert lease2 is not None
     decisions = [
         AgentToolDecision(r.call_id, decided_by=r.decided_by)
-        for r in await second.current_requests("run-1")
+        for r in await second.requests.current("run-1")
         if r.status == "approved"
     ]
     done = await make_agent().continue_run(
-        run_id="run-1", state=second.accessor(lease2, policy()), approvals=decisions
+        run_id="run-1", state=second.runs.accessor(lease2, policy()), approvals=decisions
     )
     assert done.run.status == "completed" and done.output == "done"
     assert executed == [{"env": "staging"}]
-    stored = await second.load_result("run-1")
+    stored = await second.runs.load_result("run-1")
     assert stored is not None and stored.run.status == "completed"
-    run = await second.get_run("run-1")
+    run = await second.runs.get("run-1")
     assert run.status == "completed" and run.lease_owner is None
     assert run.version > lease.version
-    assert await second.ready_runs() == []
+    assert await second.runs.ready() == []
 
 
 async def test_the_old_holder_cannot_continue_a_run_taken_over(make_store: StoreFactory) -> None:
@@ -98,25 +98,25 @@ async def test_the_old_holder_cannot_continue_a_run_taken_over(make_store: Store
     a = await make_store(replica_id="A")
     await a.upgrade()
     _, _ = await _start(a)
-    (request,) = await a.requests_for_run("run-1")
-    await a.decide(request.id, actor="U_OPS", status="approved")
-    lease_a = await a.claim_run("run-1")
+    (request,) = await a.requests.for_run("run-1")
+    await a.requests.decide(request.id, actor="U_OPS", status="approved")
+    lease_a = await a.runs.claim("run-1")
     b = await make_store(replica_id="B", lease_seconds=30)
     # A's lease lapses (simulated: A stalls), B takes the run over and finishes it.
     async with a.db.write() as conn:
         from sqlalchemy import text
 
         await conn.execute(text("UPDATE runs SET lease_expires_at = created_at"))
-    lease_b = await b.claim_run("run-1")
+    lease_b = await b.runs.claim("run-1")
     assert lease_b is not None
     approvals = [AgentToolDecision(request.call_id)]
     with pytest.raises(LeaseLostError):  # A's first save, before the tool body, is refused
         await make_agent().continue_run(
-            run_id="run-1", state=a.accessor(lease_a, policy()), approvals=approvals
+            run_id="run-1", state=a.runs.accessor(lease_a, policy()), approvals=approvals
         )
     assert executed == []
     done = await make_agent().continue_run(
-        run_id="run-1", state=b.accessor(lease_b, policy()), approvals=approvals
+        run_id="run-1", state=b.runs.accessor(lease_b, policy()), approvals=approvals
     )
     assert done.run.status == "completed" and executed == [{"env": "staging"}]
 
@@ -134,7 +134,7 @@ async def test_human_review_pause_round_trip(tmp_path: Path) -> None:
     )
     s = Store(url)
     await s.upgrade()
-    lease = await s.create_run(
+    lease = await s.runs.create(
         run_id="rv",
         agent_id="ops",
         requester="U1",
@@ -143,22 +143,22 @@ async def test_human_review_pause_round_trip(tmp_path: Path) -> None:
         thread_ts=None,
         request_text="answer",
     )
-    paused = await agent.run("answer", run_id="rv", state=s.accessor(lease, policy()))
+    paused = await agent.run("answer", run_id="rv", state=s.runs.accessor(lease, policy()))
     assert paused.run.pause.kind == "human_review"
-    (r,) = await s.current_requests("rv")
+    (r,) = await s.requests.current("rv")
     assert r.kind == "review" and r.arguments == {
         "reason": "Is this answer right?",
         "payload": {"draft": 1},
     }
-    out = await s.decide(r.id, actor="U2", status="answered", output="make it shorter")
+    out = await s.requests.decide(r.id, actor="U2", status="answered", output="make it shorter")
     assert out.run_ready
     await s.close()
 
     s = Store(url)
-    lease = await s.claim_run("rv")
+    lease = await s.runs.claim("rv")
     done = await agent.continue_run(
-        run_id="rv", state=s.accessor(lease, policy()), human_input=out.request.output
+        run_id="rv", state=s.runs.accessor(lease, policy()), human_input=out.request.output
     )
     assert done.run.status == "completed" and done.output == "final answer"
-    assert (await s.get_run("rv")).status == "completed"
+    assert (await s.runs.get("rv")).status == "completed"
     await s.close()

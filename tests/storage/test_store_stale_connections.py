@@ -40,10 +40,10 @@ async def test_an_idle_dead_connection_is_replaced_before_use(
         s = Store(url)
         try:
             await s.upgrade()
-            assert await s.get_run("nope") is None  # a pooled connection now
+            assert await s.runs.get("nope") is None  # a pooled connection now
             assert await _kill_connections(url) >= 1
             monkeypatch.setattr(store.db, "IDLE_PING_SECONDS", 0.0)  # every one counts as idle
-            assert await s.get_run("nope") is None  # pinged, found dead, replaced
+            assert await s.runs.get("nope") is None  # pinged, found dead, replaced
             assert await s.ping()
         finally:
             await s.close()
@@ -57,10 +57,10 @@ async def test_a_connection_used_moments_ago_is_not_pinged_and_fails_once(
         s = Store(url)
         try:
             await s.upgrade()
-            assert await s.get_run("nope") is None
+            assert await s.runs.get("nope") is None
             assert await _kill_connections(url) >= 1
             with pytest.raises(DBAPIError):
-                await s.get_run("nope")
-            assert await s.get_run("nope") is None  # the pool was recycled
+                await s.runs.get("nope")
+            assert await s.runs.get("nope") is None  # the pool was recycled
         finally:
             await s.close()

@@ -15,7 +15,7 @@ from tests.storage.store_helpers import StoreFactory
 
 async def new_run(store: Store, run_id: str, requester: str, limit: StartLimit | None) -> bool:
     try:
-        await store.create_run(
+        await store.runs.create(
             limit=limit,
             run_id=run_id,
             agent_id="ops",
@@ -34,11 +34,11 @@ async def test_starts_count_runs_and_retries_of_one_person(store: Store) -> None
     since = utcnow() - timedelta(minutes=1)
     assert await new_run(store, "r1", "U1", None)
     assert await new_run(store, "r2", "U2", None)
-    await store.audit(actor="U1", action="retry", run_id="r1", outcome="ok")
-    await store.audit(actor="U1", action="retry", run_id="r1", outcome="denied")
-    starts = await store.starts_since("U1", since)
+    await store.audit.record(actor="U1", action="retry", run_id="r1", outcome="ok")
+    await store.audit.record(actor="U1", action="retry", run_id="r1", outcome="denied")
+    starts = await store.runs.starts_since("U1", since)
     assert len(starts) == 2 and starts == sorted(starts)
-    assert await store.starts_since("U1", utcnow() + timedelta(seconds=1)) == []
+    assert await store.runs.starts_since("U1", utcnow() + timedelta(seconds=1)) == []
 
 
 async def test_a_run_over_the_limit_is_not_stored(store: Store) -> None:
@@ -46,7 +46,7 @@ async def test_a_run_over_the_limit_is_not_stored(store: Store) -> None:
     assert await new_run(store, "r1", "U1", limit)
     assert await new_run(store, "r2", "U1", limit)
     with pytest.raises(StartLimitReached) as reached:
-        await store.create_run(
+        await store.runs.create(
             limit=limit,
             run_id="r3",
             agent_id="ops",
@@ -57,7 +57,7 @@ async def test_a_run_over_the_limit_is_not_stored(store: Store) -> None:
             request_text="deploy",
         )
     assert len(reached.value.starts) == 2
-    assert await store.get_run("r3") is None
+    assert await store.runs.get("r3") is None
     assert await new_run(store, "r4", "U2", limit)  # another person has their own count
 
 
@@ -70,4 +70,4 @@ async def test_replicas_starting_at_once_never_pass_the_limit(make_store: StoreF
         *(new_run(replicas[i % 8], f"r{i}", "U1", limit) for i in range(24))
     )
     assert sum(started) == 5
-    assert len(await first.list_runs(requester="U1")) == 5
+    assert len(await first.runs.list(requester="U1")) == 5

@@ -96,7 +96,7 @@ class RunDriver:
             self._queued.add(run_id)
             self.tasks.spawn(self._continue_when_free(run_id), name=f"queued:{run_id}")
             return True
-        lease = await self.store.claim_run(run_id)
+        lease = await self.store.runs.claim(run_id)
         if lease is None:
             return False
         _claimed(lease)
@@ -124,7 +124,7 @@ class RunDriver:
         try:
             async with self._slots:
                 self._queued.discard(run_id)
-                lease = await self.store.claim_run(run_id)
+                lease = await self.store.runs.claim(run_id)
                 if lease is None:
                     return  # another replica took it meanwhile
                 _claimed(lease, queued=True)
@@ -137,18 +137,18 @@ class RunDriver:
     async def _continue(self, lease: Lease, retry: bool, slot_held: bool = False) -> None:
         async with self.presenting.cpu:
             # one read: the row, its state and (waiting for people) its pause's requests
-            run, requests = await self.store.run_and_current_requests(lease.run_id)
+            run, requests = await self.store.requests.run_and_current(lease.run_id)
         agent = self.agents.get(run.agent_id) if run else None
         if run is not None and is_api_run(run.agent_id):
-            await self.store.release(lease)  # an API request's continuation is its caller's
+            await self.store.runs.release(lease)  # an API request's continuation is its caller's
             return
         if run is None or agent is None:
             log.error("event=continue_skipped run_id=%s reason=unknown_run_or_agent", lease.run_id)
-            await self.store.release(lease)
+            await self.store.runs.release(lease)
             return
         step, stream, row = await self._next_step(run, agent, requests, retry)
         if step is None:
-            await self.store.release(lease)
+            await self.store.runs.release(lease)
             return
         await self._drive(lease, agent, step, slot_held=slot_held, stream=stream, run=row)
 
@@ -220,7 +220,7 @@ class RunDriver:
         while True:
             await asyncio.sleep(interval)
             try:
-                renewed = await self.store.renew(lease)
+                renewed = await self.store.runs.renew(lease)
             except Exception as exc:
                 log.warning("event=lease_renew_failed run_id=%s error=%r", lease.run_id, exc)
                 continue
@@ -241,10 +241,10 @@ class RunDriver:
         recovery, which could show text a second time). `run`: its row, read just before
         (read here otherwise); while driving, the row is known from this process's saves."""
         if run is None:
-            run = await self.store.get_run(lease.run_id)
+            run = await self.store.runs.get(lease.run_id)
         sink = self.show.text_sink(run) if stream and run is not None else None
         flight = InFlight(
-            lease, self.store.accessor(lease, self.policies.request_policy(agent)), run
+            lease, self.store.runs.accessor(lease, self.policies.request_policy(agent)), run
         )
         task = asyncio.current_task()
         if task is not None:
@@ -299,7 +299,7 @@ class RunDriver:
         from bot.ops import metrics  # sayso_runs_total
 
         metrics.run_finished("failed")
-        run = await self.store.get_run(lease.run_id)
+        run = await self.store.runs.get(lease.run_id)
         if run is not None:
             await self.show.run_changed(run, Failed(failure.shown))
 
@@ -335,7 +335,7 @@ class RunDriver:
                 flight.task.cancel()
                 await asyncio.gather(flight.task, return_exceptions=True)
                 try:
-                    await self.store.hand_off(flight.lease)
+                    await self.store.runs.hand_off(flight.lease)
                     log.info("event=run_handed_back run_id=%s", flight.lease.run_id)
                 except Exception:
                     log.exception("event=hand_back_failed run_id=%s", flight.lease.run_id)
@@ -343,7 +343,7 @@ class RunDriver:
     async def _mark_failed(self, accessor: Any, lease: Lease, error: str) -> None:
         """Save the run as failed (so sweeps stop retrying it); `retry` continues it later."""
         try:
-            current = await self.store.load_result(lease.run_id)
+            current = await self.store.runs.load_result(lease.run_id)
             if current is not None and current.run.status not in ("completed", "cancelled"):
                 current.run.status = "failed"
                 current.run.error = error
@@ -352,7 +352,7 @@ class RunDriver:
                 return
         except Exception:
             log.exception("event=mark_failed_failed run_id=%s", lease.run_id)
-        await self.store.release(lease)
+        await self.store.runs.release(lease)
 
     async def _progress(self, event: RunEvent) -> None:
         if event.type not in ("tool_started", "tool_finished", "paused", "completed", "failed"):
@@ -361,7 +361,7 @@ class RunDriver:
         flight = self.in_flight.get(event.run_id)
         run = flight.current() if flight is not None else None
         if run is None:
-            run = await self.store.get_run(event.run_id)
+            run = await self.store.runs.get(event.run_id)
         if run is None:
             return
         await self.show.run_changed(run, "activity")

@@ -48,32 +48,32 @@ class HandOff:
             max_steps=agent.max_steps,
             context={**context, FRESH_KEY: True},
         )
-        await self.store.accessor(lease, self.policies.request_policy(agent)).save(
+        await self.store.runs.accessor(lease, self.policies.request_policy(agent)).save(
             RunResult(run=run)
         )
-        await self.store.hand_off(lease)
+        await self.store.runs.hand_off(lease)
         await self.wake(lease.run_id)
 
     async def retry(self, run_id: str) -> bool:
         """Save a failed run as running again (as `Agent.continue_run(retry=True)` does before
         driving it) and hand it to the workers, which continue it with `Agent.recover`."""
-        lease = await self.store.claim_run(run_id)
+        lease = await self.store.runs.claim(run_id)
         if lease is None:
             return False
-        result = await self.store.load_result(run_id)
+        result = await self.store.runs.load_result(run_id)
         agent = self.agents.get(result.run.agent_id) if result else None
         if result is None or agent is None or result.run.status != "failed":
-            await self.store.release(lease)
+            await self.store.runs.release(lease)
             return False
         result.run.status = "running"
         result.run.error = None
         result.run.pause = None
-        await self.store.accessor(lease, self.policies.request_policy(agent)).save(result)
-        await self.store.hand_off(lease)
+        await self.store.runs.accessor(lease, self.policies.request_policy(agent)).save(result)
+        await self.store.runs.hand_off(lease)
         await self.wake(run_id)
         return True
 
     async def ready(self, run_id: str) -> None:
         """A run became ready (a decision): tell the workers."""
-        await self.store.notify_ready(run_id)
+        await self.store.runs.notify_ready(run_id)
         await self.wake(run_id)

@@ -37,7 +37,7 @@ class RunPresenter:
 
     async def _present(self, result: RunResult, run: RunRecord | None) -> None:
         if run is None or run.id != result.run.id:
-            run = await self.store.get_run(result.run.id)
+            run = await self.store.runs.get(result.run.id)
         if run is None:
             return
         status = result.run.status
@@ -58,25 +58,25 @@ class RunPresenter:
 
     async def repost_cards(self, run_id: str) -> None:
         """Post cards that a dead process never posted; the lease makes one replica do it."""
-        lease = await self.store.claim_run(run_id)
+        lease = await self.store.runs.claim(run_id)
         if lease is None:
             return
         try:
             log.warning("event=cards_missing run_id=%s: posting them", run_id)
             await self.post_cards(run_id)
         finally:
-            await self.store.release(lease)
+            await self.store.runs.release(lease)
 
     async def post_cards(self, run_id: str, run: RunRecord | None = None) -> None:
         if run is None:
-            run = await self.store.get_run(run_id)
+            run = await self.store.runs.get(run_id)
         if run is None:
             return
-        for request in await self.store.current_requests(run_id):
+        for request in await self.store.requests.current(run_id):
             if request.message_ts is not None or request.status != "pending":
                 continue
             if await self.under_standing(run, request):
                 continue
             place = await self.show.post_card(run, request)
             if place is not None:
-                await self.store.set_request_message(request.id, place.channel_id, place.ts)
+                await self.store.requests.set_message(request.id, place.channel_id, place.ts)

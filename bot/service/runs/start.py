@@ -64,7 +64,7 @@ class RunStarter:
         With `limit`, nothing starts when the requester is at it (`StartLimitReached`).
         `run_id`: the new run's id (derived from a recorded interaction), else a fresh one."""
         run_id = run_id or uuid.uuid4().hex
-        lease = await self.store.create_run(
+        lease = await self.store.runs.create(
             limit=limit,
             run_id=run_id,
             agent_id=agent.id,
@@ -75,14 +75,14 @@ class RunStarter:
             request_text=text,
         )
         log.info("event=run_created run_id=%s agent=%s requester=%s", run_id, agent.id, requester)
-        await self.store.audit(actor=requester, action="start", run_id=run_id, outcome="ok")
+        await self.store.audit.record(actor=requester, action="start", run_id=run_id, outcome="ok")
         conversation = [
             m for m in [*(history or []), Message(role="user", content=text)] if m.role != "system"
         ]
         context = run_context(requester, team_id, channel_id, follow_up=thread_ts is not None)
         queued_ahead = 0
         if self.handoff.active and thread_ts is None:
-            queued_ahead = await self.store.count_ready()
+            queued_ahead = await self.store.runs.count_ready()
             if queued_ahead:  # the worker that takes it shows it running (see drive.py)
                 context[QUEUED_KEY] = True
         run: RunRecord | None = None
@@ -115,7 +115,7 @@ class RunStarter:
     ) -> RunRecord:
         """Post the root message; the run's thread is its ts. When Slack refuses, the run is
         saved as failed and the error raised (the person is told it did not start)."""
-        run = await self.store.get_run(lease.run_id)
+        run = await self.store.runs.get(lease.run_id)
         assert run is not None and run.channel_id is not None
         try:
             ts = await self.show.open_thread(run, queued_ahead=queued_ahead)
@@ -133,12 +133,12 @@ class RunStarter:
                 context=context,
             )
             try:
-                await self.store.accessor(lease, self.policies.request_policy(agent)).save(
+                await self.store.runs.accessor(lease, self.policies.request_policy(agent)).save(
                     RunResult(run=failed)
                 )
             except Exception:
                 log.exception("event=mark_failed_failed run_id=%s", lease.run_id)
-                await self.store.release(lease)
+                await self.store.runs.release(lease)
             raise
-        await self.store.set_thread(run.id, run.channel_id, ts)
+        await self.store.runs.set_thread(run.id, run.channel_id, ts)
         return replace(run, thread_ts=ts)

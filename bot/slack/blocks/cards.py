@@ -18,8 +18,8 @@ from bot.slack.blocks.fmt import (
     utc,
     who_may_decide,
 )
-from bot.slack.blocks.grants import approve_always_button
 from bot.slack.blocks.markdown import markdown_block
+from bot.slack.blocks.standing import approve_always_button
 from bot.slack.ids import DECISION_BUTTON, ActionId, BlockId
 
 PENDING_TITLE: dict[RequestKind, tuple[str, str]] = {

@@ -1,4 +1,5 @@
-"""Standing approvals ("grants"): one tool, one thread, until a time or a revoke."""
+"""Standing approvals: one tool, one thread, until a time or a revoke (the SQL behind
+`store.standing`; the table keeps its first name, `standing_grants`)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,18 @@ import sqlalchemy as sa
 from bot.agent.util import utcnow
 from store.audit import add_audit
 from store.db import Database
-from store.records import GrantRecord
+from store.records import StandingApproval
 from store.schema import standing_grants as g
 
 _COLUMNS = [c.name for c in g.columns]
 
 
-def _record(row: Any) -> GrantRecord:
+def _record(row: Any) -> StandingApproval:
     m = row._mapping
-    return GrantRecord(**{name: m[name] for name in _COLUMNS})
+    return StandingApproval(**{name: m[name] for name in _COLUMNS})
 
 
-async def add_grant(
+async def add(
     db: Database,
     *,
     agent_id: str,
@@ -34,11 +35,11 @@ async def add_grant(
     request_id: str | None,
     run_id: str | None,
     now: datetime | None = None,
-) -> GrantRecord:
+) -> StandingApproval:
     now = now or utcnow()
-    grant_id = uuid.uuid4().hex
+    approval_id = uuid.uuid4().hex
     values = {
-        "id": grant_id,
+        "id": approval_id,
         "agent_id": agent_id,
         "tool_name": tool_name,
         "channel_id": channel_id,
@@ -58,13 +59,13 @@ async def add_grant(
             request_id=request_id,
             tool_name=tool_name,
             outcome="granted",
-            detail=f"grant={grant_id} seconds={int(lasts.total_seconds())}",
+            detail=f"grant={approval_id} seconds={int(lasts.total_seconds())}",
             now=now,
         )
-    return GrantRecord(**values)  # type: ignore[arg-type]
+    return StandingApproval(**values)  # type: ignore[arg-type]
 
 
-async def live_grant(
+async def live(
     db: Database,
     *,
     agent_id: str,
@@ -72,8 +73,8 @@ async def live_grant(
     channel_id: str,
     thread_ts: str,
     now: datetime | None = None,
-) -> GrantRecord | None:
-    """The newest unrevoked, unexpired grant for this tool in this thread, if any."""
+) -> StandingApproval | None:
+    """The newest unrevoked, unexpired standing approval for this tool in this thread, if any."""
     now = now or utcnow()
     query = (
         sa.select(g)
@@ -93,29 +94,29 @@ async def live_grant(
     return _record(row) if row else None
 
 
-async def get_grant(db: Database, grant_id: str) -> GrantRecord | None:
+async def get(db: Database, approval_id: str) -> StandingApproval | None:
     async with db.read() as conn:
-        row = (await conn.execute(sa.select(g).where(g.c.id == grant_id))).first()
+        row = (await conn.execute(sa.select(g).where(g.c.id == approval_id))).first()
     return _record(row) if row else None
 
 
-async def set_grant_message(db: Database, grant_id: str, message_ts: str) -> None:
+async def set_message(db: Database, approval_id: str, message_ts: str) -> None:
     async with db.write() as conn:
-        await conn.execute(g.update().where(g.c.id == grant_id).values(message_ts=message_ts))
+        await conn.execute(g.update().where(g.c.id == approval_id).values(message_ts=message_ts))
 
 
-async def revoke_grant(
-    db: Database, grant_id: str, actor: str, now: datetime | None = None
-) -> tuple[bool, GrantRecord | None]:
-    """Revoke once: (this call revoked it, the grant as it is now)."""
+async def revoke(
+    db: Database, approval_id: str, actor: str, now: datetime | None = None
+) -> tuple[bool, StandingApproval | None]:
+    """Revoke once: (this call revoked it, the standing approval as it is now)."""
     now = now or utcnow()
     async with db.write() as conn:
         done = await conn.execute(
             g.update()
-            .where(g.c.id == grant_id, g.c.revoked_at.is_(None))
+            .where(g.c.id == approval_id, g.c.revoked_at.is_(None))
             .values(revoked_at=now, revoked_by=actor)
         )
-        row = (await conn.execute(sa.select(g).where(g.c.id == grant_id))).first()
+        row = (await conn.execute(sa.select(g).where(g.c.id == approval_id))).first()
         if done.rowcount == 1 and row is not None:
             await add_audit(
                 conn,
@@ -124,7 +125,7 @@ async def revoke_grant(
                 request_id=row.request_id,
                 tool_name=row.tool_name,
                 outcome="revoked",
-                detail=f"grant={grant_id}",
+                detail=f"grant={approval_id}",
                 now=now,
             )
     return done.rowcount == 1, (_record(row) if row else None)

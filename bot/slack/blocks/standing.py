@@ -1,4 +1,5 @@
-"""Standing approvals in the thread: the grant message (with Revoke) and auto-approvals."""
+"""Standing approvals in the thread: the standing approval's line (with Revoke) and the calls
+approved under it."""
 
 from __future__ import annotations
 
@@ -39,14 +40,14 @@ def approve_always_button(card: CardInfo) -> dict[str, Any] | None:
     return L.button(label, ActionId.APPROVE_ALWAYS, card.request_id, confirm=confirm)
 
 
-def grant_message(
-    grant_id: str,
+def standing_message(
+    approval_id: str,
     tool_name: str,
     granted_by: str,
     expires_at: datetime,
     revoked_by: str | None = None,
 ) -> dict[str, Any]:
-    """The grant, one context line, and a Revoke button while it stands."""
+    """The standing approval, one context line, and a Revoke button while it stands."""
     if revoked_by:
         text = (
             f":no_entry_sign: Standing approval for {_code(tool_name)} in this thread, given by "
@@ -57,13 +58,13 @@ def grant_message(
             f":white_check_mark: {mention(granted_by)} allowed {_code(tool_name)} in this thread "
             f"until {slack_date(expires_at)}: its calls here run without asking."
         )
-    blocks = [L.context([text], L.block_id(BlockId.GRANT_PREFIX, grant_id))]
+    blocks = [L.context([text], L.block_id(BlockId.GRANT_PREFIX, approval_id))]
     if not revoked_by:
         blocks.append(
             {
                 "type": "actions",
-                "block_id": L.block_id(BlockId.GRANT_ACTIONS_PREFIX, grant_id),
-                "elements": [L.button("Revoke", ActionId.REVOKE, grant_id, style="danger")],
+                "block_id": L.block_id(BlockId.GRANT_ACTIONS_PREFIX, approval_id),
+                "elements": [L.button("Revoke", ActionId.REVOKE, approval_id, style="danger")],
             }
         )
     fallback = f"Standing approval for {tool_name} in this thread"
