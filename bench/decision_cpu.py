@@ -5,6 +5,7 @@
     python bench/decision_cpu.py --role inprocess    # build_bot alone (one event loop)
     python bench/decision_cpu.py --decisions 50 --concurrent 100 --top 40 --out out.json
     python bench/decision_cpu.py --smoke --out out.json   # a check that it runs (SQLite, < 30 s)
+    BENCH_SQL_WHERE=1 python bench/decision_cpu.py ...   # also count statements by caller ("@ ...")
 
 Processes on 127.0.0.1, as in `bench/run.py`: the fake model (`tool-then-text` on `deploy`),
 the fake Slack (the SlackSandbox, `bench/fake_slack.py`) and the real bot in HTTP mode
@@ -67,6 +68,31 @@ ROLES = ("both", "inprocess")
 
 
 # -- the bot, with a profiler and counters ---------------------------------------------------
+def _count_callers(sql: Any) -> None:
+    """With `BENCH_SQL_WHERE=1`, also count each statement under "@ " and its callers."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    if os.environ.get("BENCH_SQL_WHERE"):
+        event.listen(Engine, "before_cursor_execute", lambda *_: sql.update(["@ " + _caller()]))
+
+
+def _caller() -> str:
+    """Where a statement comes from: the nearest three bot/store frames of the coroutine that
+    awaits it (SQLAlchemy runs statements on a greenlet: its parent holds the caller)."""
+    import greenlet
+
+    current = greenlet.getcurrent()
+    frame = current.parent.gr_frame if current.parent is not None else sys._getframe(2)
+    where: list[str] = []
+    while frame is not None and len(where) < 3:
+        name = frame.f_code.co_filename
+        if ("/store/" in name or "/bot/" in name) and not name.endswith("store/db.py"):
+            where.append(f"{Path(name).name}:{frame.f_code.co_name}")
+        frame = frame.f_back
+    return " < ".join(where)
+
+
 def serve(argv: list[str]) -> None:
     """Run bench/bot_server.py's main with two more bench-only routes on its web app:
     `POST /bench/profile?on=1|0` starts cProfile (CPU time) / stops it and writes the stats to
@@ -116,6 +142,7 @@ def serve(argv: list[str]) -> None:
     out = os.environ.get("BENCH_PROFILE_OUT", "bot.prof")
     sql: Counter[str] = Counter()
     slack: Counter[str] = Counter()
+    _count_callers(sql)
 
     @event.listens_for(Engine, "before_cursor_execute")
     def count_sql(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
@@ -128,18 +155,6 @@ def serve(argv: list[str]) -> None:
                 break
             depth += word.count("(") - word.count(")")
         sql[f"{verb} {table}"] += 1
-        if os.environ.get("BENCH_SQL_WHERE"):
-            import greenlet
-
-            g = greenlet.getcurrent()
-            f = g.parent.gr_frame if g.parent is not None else sys._getframe(1)
-            where = []
-            while f is not None and len(where) < 3:
-                name = f.f_code.co_filename
-                if ("/store/" in name or "/bot/" in name) and "store/db.py" not in name:
-                    where.append(f"{Path(name).name}:{f.f_code.co_name}")
-                f = f.f_back
-            sql["@ " + " < ".join(where)] += 1
 
     @event.listens_for(Pool, "checkout")
     def count_checkout(*_: Any) -> None:
