@@ -103,6 +103,7 @@ async def count_approval(
                 outcome="won" if won else ("counted" if counted else "repeated"),
                 detail=detail + (f" reason={json.dumps(reason)}" if reason and counted else ""),
                 now=now,
+                request=request if won else None,
             )
     if row is None:
         status: DecidedStatus = "edited" if edited_arguments is not None else "approved"

@@ -20,14 +20,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import sqlalchemy as sa
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import Store
-from store.schema import approval_requests, request_approvers
 
 log = logging.getLogger("sayso.metrics")
 
@@ -250,35 +248,14 @@ async def _on_audit(conn: AsyncConnection, event: Mapping[str, Any]) -> None:
         (action == "decide" and outcome == "won") or (action == "expire" and outcome == "expired")
     ):
         return
-    record = event.get("request")
-    if record is not None:  # the decider's own record: no query
-        principals = [*record.approvers, *(["*"] if record.anyone else [])]
-        seconds = None
-        if record.decided_at is not None and record.created_at is not None:
-            seconds = (record.decided_at - record.created_at).total_seconds()
-        decision(record.status, who_may_decide(principals), seconds)
+    record = event.get("request")  # the request as the deciding transaction left it
+    if record is None:
         return
-    req = approval_requests.c
-    query = (  # one query: the request and who may decide it
-        sa.select(req.status, req.created_at, req.decided_at, request_approvers.c.principal)
-        .select_from(
-            approval_requests.outerjoin(request_approvers, request_approvers.c.request_id == req.id)
-        )
-        .where(req.id == request_id)
-    )
-    if conn.dialect.name == "postgresql":  # a failure must not abort the decision
-        async with conn.begin_nested():
-            rows = (await conn.execute(query)).all()
-    else:
-        rows = (await conn.execute(query)).all()
-    if not rows:
-        return
-    row = rows[0]
-    principals = [r.principal for r in rows if r.principal is not None]
+    principals = [*record.approvers, *(["*"] if record.anyone else [])]
     seconds = None
-    if row.decided_at is not None and row.created_at is not None:
-        seconds = (row.decided_at - row.created_at).total_seconds()
-    decision(row.status, who_may_decide(principals), seconds)
+    if record.decided_at is not None and record.created_at is not None:
+        seconds = (record.decided_at - record.created_at).total_seconds()
+    decision(record.status, who_may_decide(principals), seconds)
 
 
 def _on_model_request(model: str, seconds: float, outcome: str, usage: Any) -> None:
