@@ -158,13 +158,18 @@ async def _in_flight(bot: BotUnderTest, tag: str) -> int:
 
 
 PROBE_PERSON, PROBE_CHANNEL = "U_MEMBER", "C_PROBE"
+PROBE_CHANNELS = 4
+"""The probes take turns over this many channels: sent every 0.5 s, one channel would ask for
+two messages a second where Slack posts about one (the root would wait for the channel's
+pace, which is not what this measures)."""
 """Someone else, elsewhere: a person and a channel the burst does not use (within one channel
 Slack's one message a second orders every root message, whoever asked)."""
 
 
 async def _probe(bot: BotUnderTest, tag: str, i: int, limit: float) -> float:
     """One new command by someone else; returns when it was sent."""
-    body = slash_body(_text(tag, i), PROBE_CHANNEL, bot.response_url, user=PROBE_PERSON)
+    channel = f"{PROBE_CHANNEL}{i % PROBE_CHANNELS}"
+    body = slash_body(_text(tag, i), channel, bot.response_url, user=PROBE_PERSON)
     result = await drive(bot.events_url, lambda _: body, 1, 1, limit)
     return result.sent_at[0]
 

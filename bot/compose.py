@@ -142,6 +142,8 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         retry_interval=min(settings.sayso_sweep_interval, 1.0),
         mcp=mcp_front(service),
     )
+    dispatcher = build_dispatcher(store, outbox, client)
+    presenter.pacer = dispatcher.pacer  # root posts and the outbox keep one pace per channel
     return Bot(
         settings=settings,
         app=app,
@@ -152,5 +154,5 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         identity=identity,
         api=api,
         homes=presenter.homes,
-        dispatcher=build_dispatcher(store, outbox, client),
+        dispatcher=dispatcher,
     )

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import jsonschema.validators
 import re2  # type: ignore[import-untyped]
+from pydantic import BaseModel
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
@@ -210,12 +211,21 @@ class ApiTool(Tool):
     def parse_output(self, raw: Any) -> Any:
         return raw
 
+    def _build_args_model(self) -> type[BaseModel]:
+        """Its arguments are checked against the spec's JSON schema, never a model: one
+        shared empty model (building one per request cost a pydantic schema each time)."""
+        return _NoArgs
+
     def defaults_for(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The caller runs what it sent: sayso fills in nothing."""
         return {}
 
     def __repr__(self) -> str:
         return f"ApiTool(name={self.name!r}, kind={self.kind!r})"
+
+
+class _NoArgs(BaseModel):
+    """The (unused) arguments model of every ApiTool."""
 
 
 def _never_run() -> None:

@@ -176,6 +176,7 @@ class Tool:
         """Parameters annotated `Sensitive()`: masked wherever people or logs see them."""
         self._parameters: dict[str, Any] | None = None
         self._returns = self._return_annotation()
+        self._returns_adapter: TypeAdapter[Any] | None = None
 
     def _a_rule_matches(self, call: ToolCall, context: dict[str, Any]) -> bool:
         return self.matching_rule(call.arguments) is not None
@@ -262,8 +263,10 @@ class Tool:
         ann = self._returns
         if ann is Any or ann is inspect.Signature.empty:
             return raw
+        if self._returns_adapter is None:  # built once: a TypeAdapter costs a schema
+            self._returns_adapter = TypeAdapter(ann)
         try:
-            return TypeAdapter(ann).validate_python(raw)
+            return self._returns_adapter.validate_python(raw)
         except ValidationError as exc:
             raise ValueError(_format_validation_error(self.name, exc)) from None
 

@@ -1,75 +1,119 @@
 """Fair turns for the work after an ack (starting a run, recording a decision).
 
-A fixed number of slots, handed out round-robin: first across channels, then across the
-people of a channel, first come first served within one person's own turns. A burst of 1,000
-commands from one person (or from one channel) then delays someone else's command by one turn,
-not by the burst (issue 22, fair intake).
+A fixed number of slots. When one frees, it goes to the waiting person who has had the fewest
+turns since their own backlog began, then, among equals, to the channel that has had the
+fewest, then to whoever came first. A turn count is forgotten once its person (or channel)
+has nothing waiting, so someone arriving behind a burst of 1,000 commands has had no turn and
+is next: delayed by the turns under way, never by the burst nor by a round of the burst's
+channels (issue 22, fair intake). Within one person's own turns, first come, first served.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict, deque
-from collections.abc import AsyncIterator
+import heapq
+import itertools
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+
+Line = tuple[str, str]
+"""(channel, person): one line of waiting turns, first come first served."""
+
+
+class Turn:
+    """A slot held: `leave()` gives it up before the block ends (the rest of the work waits
+    on something else, e.g. Slack's pace in a channel, and must not hold others back)."""
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self._release: Callable[[], None] | None = release
+
+    def leave(self) -> None:
+        if self._release is not None:
+            release, self._release = self._release, None
+            release()
 
 
 class FairGate:
-    """`async with gate.turn(channel, person):` runs the block when a slot is free and it is
-    this channel's and this person's turn."""
+    """`async with gate.turn(channel, person) as turn:` runs the block when a slot is free
+    and no one with fewer turns is waiting (`turn.leave()` frees the slot early)."""
 
     def __init__(self, slots: int) -> None:
         if slots < 1:
             raise ValueError("a FairGate needs at least one slot")
         self._free = slots
-        self._waiting: OrderedDict[str, OrderedDict[str, deque[asyncio.Future[None]]]] = (
-            OrderedDict()
-        )
+        self._lines: dict[Line, deque[asyncio.Future[None]]] = {}
+        # one entry per line with someone waiting: (person's turns, channel's turns, order);
+        # turns only grow while waiting, so an entry's key is at most its line's current one
+        self._next: list[tuple[int, int, int, Line]] = []
+        self._order = itertools.count()
+        self._turns: Counter[str] = Counter()  # by "p:" person and "c:" channel, while waiting
+        self._waiting: Counter[str] = Counter()
 
     @property
     def waiting(self) -> int:
-        return sum(len(q) for people in self._waiting.values() for q in people.values())
+        return sum(len(line) for line in self._lines.values())
 
     @asynccontextmanager
-    async def turn(self, channel: str | None, person: str | None) -> AsyncIterator[None]:
-        await self._acquire(channel or "", person or "")
+    async def turn(self, channel: str | None, person: str | None) -> AsyncIterator[Turn]:
+        await self._acquire((channel or "", person or ""))
+        held = Turn(self._release)
         try:
-            yield
+            yield held
         finally:
-            self._release()
+            held.leave()
 
-    async def _acquire(self, channel: str, person: str) -> None:
-        if self._free > 0 and not self._waiting:
+    def _key(self, line: Line) -> tuple[int, int]:
+        return self._turns["p:" + line[1]], self._turns["c:" + line[0]]
+
+    async def _acquire(self, line: Line) -> None:
+        if self._free > 0 and not self._lines:
             self._free -= 1
             return
         handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        people = self._waiting.setdefault(channel, OrderedDict())
-        people.setdefault(person, deque()).append(handed)
+        queue = self._lines.get(line)
+        if queue is None:
+            queue = self._lines[line] = deque()
+            heapq.heappush(self._next, (*self._key(line), next(self._order), line))
+        queue.append(handed)
+        for name in ("p:" + line[1], "c:" + line[0]):
+            self._waiting[name] += 1
         try:
             await handed
         except asyncio.CancelledError:
             if handed.done() and not handed.cancelled():  # handed a slot, then cancelled
                 self._release()
             else:
-                handed.cancel()  # skipped when its turn comes
+                handed.cancel()  # skipped (and uncounted) when its turn comes
             raise
 
     def _release(self) -> None:
-        """Hand the slot to the next turn: the channel first in line, its person first in
-        line; both then go to the back of their lines."""
-        while self._waiting:
-            channel, people = next(iter(self._waiting.items()))
-            person, queue = next(iter(people.items()))
+        """Hand the slot to the line with the fewest turns (lazily re-keyed: the turns of a
+        line's person or channel may have grown since it was queued)."""
+        while self._next:
+            persons, channels, order, line = self._next[0]
+            queue = self._lines[line]
+            now = self._key(line)
+            if now > (persons, channels):
+                heapq.heapreplace(self._next, (*now, order, line))
+                continue
             handed = queue.popleft()
-            if queue:
-                people.move_to_end(person)
+            self._took(line, counted=not handed.done())
+            if queue:  # its next turn waits behind the others of equal turns
+                heapq.heapreplace(self._next, (*self._key(line), next(self._order), line))
             else:
-                del people[person]
-            if people:
-                self._waiting.move_to_end(channel)
-            else:
-                del self._waiting[channel]
+                heapq.heappop(self._next)
+                del self._lines[line]
             if not handed.done():
                 handed.set_result(None)
                 return
         self._free += 1
+
+    def _took(self, line: Line, *, counted: bool) -> None:
+        for name in ("p:" + line[1], "c:" + line[0]):
+            if counted:
+                self._turns[name] += 1
+            self._waiting[name] -= 1
+            if self._waiting[name] <= 0:  # nothing left waiting: its turns are forgotten
+                del self._waiting[name]
+                self._turns.pop(name, None)
