@@ -25,9 +25,18 @@ class ArgumentsAccess:
         self.store = store
         self.directory = directory
 
-    async def view(self, request_id: str, actor: Actor, workspace_team_id: str | None) -> Outcome:
-        """ "shown" with the request and its run, or why not (audited)."""
-        request = await self.store.requests.get(request_id) if request_id else None
+    async def view(
+        self,
+        request_id: str,
+        actor: Actor,
+        workspace_team_id: str | None,
+        read: ApprovalRequestRecord | None = None,
+    ) -> Outcome:
+        """ "shown" with the request and its run, or why not (audited). `read`: the request
+        as the front end just read it, used instead of reading it again."""
+        request = read if read is not None and read.id == request_id else None
+        if request is None and request_id:
+            request = await self.store.requests.get(request_id)
         run = await self.store.runs.get(request.run_id) if request else None
         if request is None or run is None:
             return Outcome("not_found", "This request no longer exists.")

@@ -19,7 +19,6 @@ from bot.service.decision_rules import (
     already_decided,
     invalid_input,
     needs_reason,
-    recently_read,
 )
 from bot.service.events import Events, RequestSettled, RunReady, StandingApprovalGiven
 from bot.service.outcome import Actor, Outcome, OutcomeKind
@@ -72,9 +71,15 @@ class Decider:
     async def _settled(self, request: ApprovalRequestRecord) -> None:
         await self.events.emit(RequestSettled(request))
 
-    async def check(self, request_id: str, actor: Actor) -> Outcome:
-        """May this person decide this request now? (Used before opening a modal.)"""
-        request = recently_read(request_id) or await self.store.requests.get(request_id)
+    async def check(
+        self, request_id: str, actor: Actor, read: ApprovalRequestRecord | None = None
+    ) -> Outcome:
+        """May this person decide this request now? (Used before opening a modal.) `read`:
+        the request as the front end just read it for this interaction (used instead of
+        reading it again; the decision itself is a conditional write that only a pending
+        request passes, so nothing is lost by that)."""
+        request = read if read is not None and read.id == request_id else None
+        request = request or await self.store.requests.get(request_id)
         if request is None:
             return Outcome("not_found", "This request no longer exists.")
         if request.status != "pending":
@@ -109,10 +114,11 @@ class Decider:
         arguments: dict[str, Any] | None = None,
         output: Any = None,
         reason: str | None = None,
+        read: ApprovalRequestRecord | None = None,
     ) -> Outcome:
         """Everything `decide` checks before its write (who, still pending, valid input),
         without writing: lets a modal answer with field errors within Slack's 3 s."""
-        checked = await self.check(request_id, actor)
+        checked = await self.check(request_id, actor, read)
         if not checked.ok or checked.request is None:
             if checked.kind == "lost" and checked.request is not None:
                 r = checked.request
@@ -137,8 +143,9 @@ class Decider:
         reason: str | None = None,
         output: Any = None,
         standing: bool = False,
+        read: ApprovalRequestRecord | None = None,
     ) -> Outcome:
-        checked = await self.precheck(request_id, actor, action, arguments, output, reason)
+        checked = await self.precheck(request_id, actor, action, arguments, output, reason, read)
         if not checked.ok:  # a losing attempt is audited by precheck
             return checked
         request = checked.request

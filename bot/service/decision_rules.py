@@ -3,8 +3,6 @@ arguments, output and reason; and what a person is told when someone else was fi
 
 from __future__ import annotations
 
-import time
-from contextvars import ContextVar
 from typing import Any
 
 from bot.agent.tools import Tool, argument_errors
@@ -34,30 +32,6 @@ ANSWERS: tuple[PersonAction, ...] = ("answer", "review")
 def needs_reason(request: ApprovalRequestRecord, action: PersonAction, reason: str | None) -> bool:
     """Approving (or editing) a request that needs a reason, without one."""
     return request.require_reason and action in ("approve", "edit") and not (reason or "").strip()
-
-
-JUST_READ_SECONDS = 0.25
-"""How old a request read earlier in the same task may be for `check` to use it."""
-_just_read: ContextVar[tuple[float, ApprovalRequestRecord] | None] = ContextVar(
-    "sayso_just_read", default=None
-)
-
-
-def remember_read(request: ApprovalRequestRecord | None) -> None:
-    """A front end read this request to handle a click; the check that follows in the same
-    task (within `JUST_READ_SECONDS`) uses it instead of reading it again. Nothing is lost by
-    that: the decision itself is a conditional write that only a pending request passes."""
-    _just_read.set((time.monotonic(), request) if request is not None else None)
-
-
-def recently_read(request_id: str) -> ApprovalRequestRecord | None:
-    found = _just_read.get()
-    if found is None:
-        return None
-    _just_read.set(None)  # used once
-    at, request = found
-    fresh = time.monotonic() - at <= JUST_READ_SECONDS
-    return request if fresh and request.id == request_id else None
 
 
 def already_decided(request: ApprovalRequestRecord) -> str:

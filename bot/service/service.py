@@ -16,7 +16,6 @@ from bot.service.arguments import ArgumentsAccess
 from bot.service.commands import Command, parse
 from bot.service.control import RunControl
 from bot.service.decide import Decider
-from bot.service.decision_rules import remember_read
 from bot.service.events import E, Events, Handler, PolicyReloaded, RunHandedOff, RunReady
 from bot.service.fair import FairGate
 from bot.service.inbox import Inbox, inbox_of
@@ -251,19 +250,9 @@ class Service:
     # -- approval requests and runs, for the front ends -----------------------------------
 
     async def approval_request(self, request_id: str) -> ApprovalRequestRecord | None:
-        """The request, read now (a `check` or `decide` that follows at once in the same task
-        uses this read instead of its own)."""
-        request = await self.store.requests.get(request_id) if request_id else None
-        remember_read(request)
-        return request
-
-    async def request_with_run(
-        self, request_id: str
-    ) -> tuple[ApprovalRequestRecord, RunRecord] | None:
-        """An approval request and its run, or None when either no longer exists."""
-        request = await self.approval_request(request_id)
-        run = await self.run_of(request) if request else None
-        return (request, run) if request and run else None
+        """The request, read now (pass it as `read` to a `check`, `precheck`, `decide` or
+        `view_arguments` that follows, which then uses it instead of reading it again)."""
+        return await self.store.requests.get(request_id) if request_id else None
 
     async def run_of(self, request: ApprovalRequestRecord) -> RunRecord | None:
         return await self.store.runs.get(request.run_id)
@@ -277,11 +266,13 @@ class Service:
         the front end handles a delivery Slack retries, or a replica replays, only once."""
         return await self.store.first_delivery(key)
 
-    async def view_arguments(self, request_id: str, actor: Actor) -> Outcome:
+    async def view_arguments(
+        self, request_id: str, actor: Actor, *, read: ApprovalRequestRecord | None = None
+    ) -> Outcome:
         """May this person read the request's full arguments? (Its requester and the people
         who may decide it may.) "shown" carries the request and its run; refusals are audited.
         """
-        return await self.arguments_access.view(request_id, actor, self.workspace.team_id)
+        return await self.arguments_access.view(request_id, actor, self.workspace.team_id, read)
 
     async def refuse_foreign_click(
         self, request: ApprovalRequestRecord, actor: Actor, action: str
@@ -304,9 +295,12 @@ class Service:
 
     # -- deciding -------------------------------------------------------------------------
 
-    async def check(self, request_id: str, actor: Actor) -> Outcome:
-        """May this person decide this request now? (Before opening a form.)"""
-        return await self.decider.check(request_id, actor)
+    async def check(
+        self, request_id: str, actor: Actor, *, read: ApprovalRequestRecord | None = None
+    ) -> Outcome:
+        """May this person decide this request now? (Before opening a form.) `read`: the
+        request as the front end just read it (`approval_request`), instead of a second read."""
+        return await self.decider.check(request_id, actor, read)
 
     async def precheck(
         self,
@@ -317,9 +311,12 @@ class Service:
         arguments: dict[str, Any] | None = None,
         reason: str | None = None,
         output: Any = None,
+        read: ApprovalRequestRecord | None = None,
     ) -> Outcome:
         """Everything `decide` checks, without deciding (a reason only where one is needed)."""
-        return await self.decider.precheck(request_id, actor, action, arguments, output, reason)
+        return await self.decider.precheck(
+            request_id, actor, action, arguments, output, reason, read
+        )
 
     async def decide(
         self,
@@ -331,6 +328,7 @@ class Service:
         reason: str | None = None,
         output: Any = None,
         standing: bool = False,
+        read: ApprovalRequestRecord | None = None,
     ) -> Outcome:
         """Record a decision; `standing`: an approval that also allows the tool in the
         request's thread for the time its policy says (a standing approval)."""
@@ -343,6 +341,7 @@ class Service:
                 reason=reason,
                 output=output,
                 standing=standing,
+                read=read,
             )
 
     async def revoke(self, standing_id: str, actor: Actor) -> Outcome:

@@ -1,5 +1,6 @@
-"""The Bolt app: its middleware (signature check, workspace known, replay guard, the service in
-the context, the durable intake) and its listeners. The store, the service and the client
+"""The Bolt app: its middleware (signature check, workspace known, replay guard, the service and
+the approval request an interaction names in the context, the durable intake) and its
+listeners. The store, the service and the client
 come from bot/compose.py.
 """
 
@@ -17,6 +18,7 @@ from bot.slack.home_refresh import HomeRefresher
 from bot.slack.intake import RecordIntake, use_intake
 from bot.slack.listeners import register
 from bot.slack.middleware import ProvideService, ReplayGuard, drop_replays
+from bot.slack.request_at_hand import ProvideRequest
 from bot.slack.startup import RefuseUntilKnown, WorkspaceIdentity
 
 log = logging.getLogger("sayso.slack")
@@ -41,6 +43,7 @@ def build_app(
     replay_guard = ReplayGuard()
     app.use(drop_replays(replay_guard))
     app.use(ProvideService(service, homes))
+    app.use(ProvideRequest())  # read after the ack, once (bot/slack/request_at_hand.py)
     store = service.store  # a state-changing interaction is a row before it is acked
     recorder = RecordIntake.on(store, settings.sayso_lease_seconds)
     use_intake(app, recorder)

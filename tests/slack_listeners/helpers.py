@@ -23,6 +23,7 @@ from bot.sandbox import GENERAL, Person, SlackSandbox
 from bot.service import Service
 from bot.service.registry import AgentRegistry
 from bot.slack.middleware import ProvideService
+from bot.slack.request_at_hand import ProvideRequest
 from bot.testing import FakeModelServer
 
 SECRET = "listener-signing-secret"
@@ -76,6 +77,7 @@ class World:
         """A Bolt app with no listener yet, whose listeners reach the real service."""
         app = AsyncApp(client=self.bot.client, signing_secret=SECRET)
         app.use(ProvideService(self.service, self.bot.homes))
+        app.use(ProvideRequest())
         return app
 
     async def serve(self, app: AsyncApp) -> None:

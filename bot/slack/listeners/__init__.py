@@ -2,7 +2,10 @@
 
 Every listener is a module-level function taking Bolt's arguments by name; it reaches the
 Service through `service_of(context)`, put there by the middleware
-`bot.slack.middleware.ProvideService`.
+`bot.slack.middleware.ProvideService`, and the approval request the interaction names through
+`request_at_hand(context)` (`bot.slack.request_at_hand.ProvideRequest`). Every button naming a
+request takes the same first step (`clicks.on_request_click`: ack, the loading modal, the
+request read once, a button from another card refused).
 """
 
 from __future__ import annotations

@@ -16,14 +16,10 @@ from bot.slack.ids import SUBMIT_DECISION, BlockId, CallbackId
 from bot.slack.intake import is_replay, recorded
 from bot.slack.listeners.common import actor_from, service_of, tell_actor
 from bot.slack.render import slack_text
+from bot.slack.request_at_hand import request_at_hand
 from store import ApprovalRequestRecord
 
 log = logging.getLogger("sayso.slack")
-
-
-def request_id_of(view: dict[str, Any]) -> str:
-    """Every sayso modal carries its approval request id, and only that, in private_metadata."""
-    return str(view.get("private_metadata") or "").strip()
 
 
 def _inputs(view: dict[str, Any]) -> list[str]:
@@ -63,10 +59,12 @@ async def _submit(
     """Check first and answer the modal within 3 s (field errors inline); then record. A
     replay (its modal closed long ago) tells a refusal instead, unless it was already done."""
     service = service_of(context)
-    request_id = request_id_of(view)
+    hand = request_at_hand(context)  # every sayso form names its request (private_metadata)
+    request_id = hand.request_id
     actor = actor_from(body)
     action = SUBMIT_DECISION[callback_id]
-    checked = await service.precheck(request_id, actor, action, **given)
+    read = await hand.load()
+    checked = await service.precheck(request_id, actor, action, read=read, **given)
     if not checked.ok and is_replay(context):
         await ack()
         if checked.kind != "lost":
@@ -87,9 +85,9 @@ async def _submit(
 
 
 async def _request_and_tool(
-    service: Service, view: dict[str, Any]
+    service: Service, context: AsyncBoltContext
 ) -> tuple[ApprovalRequestRecord | None, Tool | None]:
-    found = await service.request_with_run(request_id_of(view))
+    found = await request_at_hand(context).with_run()
     if found is None:
         return None, None
     request, run = found
@@ -105,7 +103,7 @@ async def on_edit(
 ) -> None:
     """Approve with edits: the arguments as the person changed them."""
     service = service_of(context)
-    request, tool = await _request_and_tool(service, view)
+    request, tool = await _request_and_tool(service, context)
     original = dict(request.current_arguments or {}) if request else {}
     parameters = tool.parameters if tool else None
     arguments, errors = modals.parse_edit(
@@ -145,7 +143,7 @@ async def on_answer(
 ) -> None:
     """The answer to a question, or the result of a manual step."""
     service = service_of(context)
-    _, tool = await _request_and_tool(service, view)
+    _, tool = await _request_and_tool(service, context)
     returns_object = bool(tool and tool.returns_object)
     output, errors = modals.parse_answer(view["state"]["values"], returns_object)
     if errors:
