@@ -83,11 +83,7 @@ class RunStarter:
             m for m in [*(history or []), Message(role="user", content=text)] if m.role != "system"
         ]
         context = run_context(requester, team_id, channel_id, follow_up=thread_ts is not None)
-        queued_ahead = 0
-        if self.handoff.active and thread_ts is None:
-            queued_ahead = await self.store.runs.count_ready()
-            if queued_ahead:  # the worker that takes it shows it running (see drive.py)
-                context[QUEUED_KEY] = True
+        queued_ahead = await self._queued_ahead(context, follow_up=thread_ts is not None)
         if created is not None:
             created()
         run: RunRecord | None = None
@@ -109,6 +105,15 @@ class RunStarter:
 
         self.driver.spawn_drive(lease, agent, begin, run)
         return run_id
+
+    async def _queued_ahead(self, context: dict[str, Any], *, follow_up: bool) -> int:
+        """How many runs wait for a worker ahead of a new one (it is marked queued if any)."""
+        if not self.handoff.active or follow_up:
+            return 0
+        queued_ahead = await self.store.runs.count_ready()
+        if queued_ahead:  # the worker that takes it shows it running (see drive.py)
+            context[QUEUED_KEY] = True
+        return queued_ahead
 
     async def _open_thread(
         self,
