@@ -136,7 +136,7 @@ class Outbox:
         put = _Put(key, target, body, expires_in, delay, only)
         if conn is not None:
             return await self._put(conn, put)
-        async with self.db.write() as own:
+        async with self.db.write(single=True) as own:  # each statement is sound on its own
             version = await self._put(own, put)
             if version:
                 await self._notify(own, key)
@@ -348,7 +348,7 @@ class Outbox:
             values["ts"] = sa.func.coalesce(ob.c.ts, ts)
         if progress is not None:
             values["progress"] = progress
-        async with self.db.write() as conn:
+        async with self.db.write(single=True) as conn:
             result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
             if result.rowcount != 1 and ts is not None:  # our claim lapsed: keep the fact
                 await conn.execute(
@@ -383,7 +383,7 @@ class Outbox:
             values["state"] = FAILED
         else:
             values["next_attempt_at"] = retry_at
-        async with self.db.write() as conn:
+        async with self.db.write(single=True) as conn:
             result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
         return result.rowcount == 1
 
@@ -399,13 +399,13 @@ class Outbox:
         }
         if progress is not None:
             values["progress"] = progress
-        async with self.db.write() as conn:
+        async with self.db.write(single=True) as conn:
             result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
         return result.rowcount == 1
 
     async def drop(self, key: str, reason: str, *, claim: str | None = None) -> bool:
         """Give the row up unsent (state `dropped`): an expired or uncertain ephemeral."""
-        async with self.db.write() as conn:
+        async with self.db.write(single=True) as conn:
             result = await conn.execute(
                 ob.update()
                 .where(held(key, claim))
