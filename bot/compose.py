@@ -77,13 +77,19 @@ def build_outbox(store: Store) -> Outbox:
     return store.outbox()
 
 
-def build_dispatcher(store: Store, outbox: Outbox, client: AsyncWebClient) -> OutboxDispatcher:
+def build_dispatcher(
+    store: Store,
+    outbox: Outbox,
+    client: AsyncWebClient,
+    presenter: SlackPresenter | None = None,
+) -> OutboxDispatcher:
     """The process's one outbox dispatcher (one of them sends at a time: the sender lease).
     Its `stats` are the metrics: pending, oldest_seconds, ratelimited by method."""
     from bot.slack.outbox import OutboxDispatcher
     from bot.slack.posted import PostedRecorder
 
-    return OutboxDispatcher(outbox, client, owner=store.replica_id, on_posted=PostedRecorder(store))
+    posted = PostedRecorder(store, presenter)
+    return OutboxDispatcher(outbox, client, owner=store.replica_id, on_posted=posted)
 
 
 def build_service(
@@ -142,7 +148,7 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         retry_interval=min(settings.sayso_sweep_interval, 1.0),
         mcp=mcp_front(service),
     )
-    dispatcher = build_dispatcher(store, outbox, client)
+    dispatcher = build_dispatcher(store, outbox, client, presenter)
     presenter.pacer = dispatcher.pacer  # root posts and the outbox keep one pace per channel
     return Bot(
         settings=settings,

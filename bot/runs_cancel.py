@@ -33,7 +33,7 @@ async def cancel_from_cli(store: Store, settings: Settings, run_id: str) -> int:
     presenter = SlackPresenter(client, load_agents(settings.sayso_agents), outbox)
     await show_cancelled(SafePresenter(presenter), done, OPERATOR)
     # the rows are durable: a running bot sends them; this one helps when none is running
-    dispatcher = build_dispatcher(store, outbox, client)
+    dispatcher = build_dispatcher(store, outbox, client, presenter)
     await dispatcher.start()
     try:
         await dispatcher.drain(timeout=10.0)

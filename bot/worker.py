@@ -212,11 +212,12 @@ def _service_and_dispatcher(
     from bot.slack.presenter import SlackPresenter
 
     outbox = build_outbox(store)
-    service = build_service(settings, agents, store, client, SlackPresenter(client, agents, outbox))
+    presenter = SlackPresenter(client, agents, outbox)
+    service = build_service(settings, agents, store, client, presenter)
     if outbox_waker is not None:
         outbox.subscribe(outbox_waker)
         return service, None
-    return service, build_dispatcher(store, outbox, client)
+    return service, build_dispatcher(store, outbox, client, presenter)
 
 
 class EmbeddedWorker:

@@ -216,6 +216,22 @@ class SlackPresenter:
         await self._post(run, f"elsewhere:{request.id}", link)
         return None
 
+    async def card_posted_elsewhere(
+        self, run: RunRecord, request: ApprovalRequestRecord, channel: str, ts: str
+    ) -> None:
+        """The card is up in another channel: the run's line about it links to it now."""
+        try:
+            answer = await self.client.chat_getPermalink(channel=channel, message_ts=ts)
+        except Exception as exc:  # the line without its link is still true
+            log.info("event=card_permalink_failed request_id=%s error=%r", request.id, exc)
+            return
+        link = messages.card_elsewhere(
+            card_info(request, run, self.agents), channel, str(answer.get("permalink") or "")
+        )
+        await self.writes.message(
+            f"elsewhere:{request.id}", run.channel_id, link, **_thread(run), only="existing"
+        )
+
     async def request_changed(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         """The card shows the request as it is now; the App Home of whoever just acted on it
         follows (coalesced, if they opened it)."""

@@ -70,10 +70,15 @@ async def test_a_card_needing_someone_else_goes_to_the_agents_channel_and_is_lin
             lambda sb: [m for m in sb.messages("C_OPS") if has_button(m, "approve")], timeout=10
         )
     )[0]
-    link = await h.sandbox.wait_for(
-        lambda sb: [m for m in sb.thread(DM, thread_ts) if "C_OPS" in message_text(m)]
+    ts_digits = str(card["ts"]).replace(".", "")
+    link = await h.sandbox.wait_for(  # the line names the channel, then links to the card
+        lambda sb: [
+            m
+            for m in sb.thread(DM, thread_ts)
+            if "C_OPS" in message_text(m) and ts_digits in message_text(m)
+        ],
+        timeout=10,
     )
-    # the link names the channel (its permalink is not known when the outbox row is put)
     assert "<#C_OPS>" in message_text(link[0]) and "restart" in message_text(link[0])
     assert not [m for m in h.sandbox.thread(DM, thread_ts) if has_button(m, "approve")]
 
