@@ -403,6 +403,13 @@ class Outbox:
             result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
         return result.rowcount == 1
 
+    async def mark_unsure(self, key: str, *, claim: str | None = None) -> bool:
+        """A post of the row is about to start outside the usual claim (an ephemeral said as
+        a DM): after a crash it counts as maybe sent, never sent twice."""
+        async with self.db.write(single=True) as conn:
+            result = await conn.execute(ob.update().where(held(key, claim)).values(unsure=True))
+        return result.rowcount == 1
+
     async def drop(self, key: str, reason: str, *, claim: str | None = None) -> bool:
         """Give the row up unsent (state `dropped`): an expired or uncertain ephemeral."""
         async with self.db.write(single=True) as conn:

@@ -91,6 +91,10 @@ def _api_error(exc: SlackApiError) -> Outcome:
     return Outcome("permanent", error)
 
 
+UNSEEN_EPHEMERAL = ("user_not_in_channel", "channel_not_found", "not_in_channel", "is_archived")
+"""`chat.postEphemeral` errors that mean the person cannot see it there: a DM says it instead."""
+
+
 def metadata(row: OutboxRow) -> dict[str, Any]:
     """The message's metadata: the caller's event_payload fields plus the key and version."""
     own = row.payload.get("metadata") or {}
@@ -125,6 +129,7 @@ class Calls:
         if method == "response_url":
             return await self._response_url(row)
         args = self._args(row, method, extra)
+        method = "chat.postMessage" if method == "dm" else method
         if method.startswith("conversations."):  # read methods take form or query arguments
             answer = await self.client.api_call(method, http_verb="GET", params=args)
         else:
@@ -149,6 +154,8 @@ class Calls:
             if row.thread_ts:
                 args["thread_ts"] = row.thread_ts
             return args
+        if method == "dm":  # an ephemeral its person cannot see there: a DM instead
+            return {"channel": row.user_id, **message_args(row), "metadata": metadata(row)}
         if method in ("conversations.replies", "conversations.history"):
             args = {**channel, "include_all_metadata": "true", "limit": 200}
             args["oldest"] = f"{extra['oldest']:.6f}"

@@ -21,7 +21,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.util import utcnow
-from bot.slack.outbox_calls import EVENT_TYPE, Calls, Outcome, classify
+from bot.slack.outbox_calls import EVENT_TYPE, UNSEEN_EPHEMERAL, Calls, Outcome, classify
 from bot.slack.pacing import Pacer
 from store.outbox import Outbox, OutboxRow
 
@@ -193,7 +193,13 @@ class RowSender:
             if row.unsure:  # at most once: an ephemeral cannot be looked up
                 return "dropped", None
             method = "response_url" if row.payload.get("response_url") else "chat.postEphemeral"
-            await self._call(row, claimed_at, method)
+            try:
+                await self._call(row, claimed_at, method)
+            except Outcome as refused:
+                if method != "chat.postEphemeral" or refused.error not in UNSEEN_EPHEMERAL:
+                    raise
+                await self.outbox.mark_unsure(row.key, claim=row.claim_token)  # at most once
+                await self._call(row, claimed_at, "dm")  # certainly unseen: say it in a DM
             return None, None
         if row.thread_key and not row.thread_ts:  # its thread's root was given up
             raise Outcome("permanent", f"thread {row.thread_key} was never posted")

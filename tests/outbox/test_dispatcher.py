@@ -93,6 +93,28 @@ async def test_app_home_gets_the_latest_view_and_ephemerals_arrive(
     assert [e["text"] for e in sandbox.ephemerals("U_GUEST")] == ["Only Avery may decide."]
 
 
+async def test_an_ephemeral_its_person_cannot_see_there_comes_as_one_dm(
+    outbox: Outbox, sandbox: SlackSandbox, make_dispatcher: DispatcherFactory
+) -> None:
+    """App Home lists requests of channels a person is not in: a refusal said there fails
+    (user_not_in_channel), so it is said in a DM instead, once."""
+    sandbox.fail_next("chat.postEphemeral", "user_not_in_channel")
+    await outbox.put(
+        "ephemeral:2",
+        kind="ephemeral",
+        channel="C_GENERAL",
+        user="U_GUEST",
+        text="Only Avery may decide.",
+        expires_in=120,
+    )
+    dispatcher = await make_dispatcher(outbox, sandbox)
+    await dispatcher.drain(10)
+    dms = [c for c in sandbox.calls_to("chat.postMessage") if c.args.get("channel") == "U_GUEST"]
+    assert [(c.response["ok"], c.args["text"]) for c in dms] == [(True, "Only Avery may decide.")]
+    assert sandbox.ephemerals("U_GUEST") == []
+    assert (await outbox.get("ephemeral:2")).state == "sent"  # type: ignore[union-attr]
+
+
 async def test_ephemerals_expire_instead_of_arriving_late(
     outbox: Outbox, sandbox: SlackSandbox, make_dispatcher: DispatcherFactory
 ) -> None:

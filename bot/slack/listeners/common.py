@@ -76,7 +76,8 @@ async def tell(
     """An ephemeral message to one person (a DM when there is no channel or they can't see it).
 
     `text` is our own mrkdwn (mentions allowed), never a person's input. Through the outbox
-    when the app has one (`use_outbox`): an ephemeral the person cannot see there is lost."""
+    when the app has one (`use_outbox`): the dispatcher says an ephemeral the person cannot see
+    there in a DM instead (bot/slack/outbox_send.py)."""
     text = slack_text(text)
     writes = _OUTBOXES.get(client)
     if writes is not None:
