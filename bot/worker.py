@@ -138,11 +138,11 @@ async def run_worker(
     *,
     upgrade: bool = True,
     on_started: Callable[[Worker], None] | None = None,
-    outbox_waker: Callable[[str | None], None] | None = None,
+    front_outbox: FrontOutbox | None = None,
 ) -> None:
     """A worker with its own Store and Slack client, on the running event loop, until `stop`.
 
-    Its Slack writes are outbox rows: sent by its own dispatcher, or (`outbox_waker`, the
+    Its Slack writes are outbox rows: sent by its own dispatcher, or (`front_outbox`, the
     embedded worker of `sayso run`) by its front's, woken in-process after each put."""
     from bot.agent.scrub import install_log_scrubbing
     from bot.api.webhooks import WebhookSender
@@ -151,7 +151,7 @@ async def run_worker(
     install_log_scrubbing()  # `sayso worker` never builds a bot: its logs are scrubbed too
     client = web_client(settings)
     store = build_store(settings)
-    service, dispatcher = _service_and_dispatcher(settings, agents, store, client, outbox_waker)
+    service, dispatcher = _service_and_dispatcher(settings, agents, store, client, front_outbox)
     # The sweep runs here, not on the fronts: the API requests it expires get the first attempt
     # of their webhooks from here; the fronts make the retries (each attempt is claimed first).
     webhooks = WebhookSender(service.api)
@@ -206,7 +206,7 @@ def _service_and_dispatcher(
     agents: AgentRegistry,
     store: Store,
     client: AsyncWebClient,
-    outbox_waker: Callable[[str | None], None] | None,
+    front_outbox: FrontOutbox | None,
 ) -> tuple[Service, OutboxDispatcher | None]:
     from bot.compose import build_dispatcher, build_outbox, build_service
     from bot.slack.presenter import SlackPresenter
@@ -214,10 +214,28 @@ def _service_and_dispatcher(
     outbox = build_outbox(store)
     presenter = SlackPresenter(client, agents, outbox)
     service = build_service(settings, agents, store, client, presenter)
-    if outbox_waker is not None:
-        outbox.subscribe(outbox_waker)
+    if front_outbox is not None:
+        outbox.subscribe(front_outbox.wake)
+        outbox.sender_here = front_outbox.sending  # no NOTIFY while the front's is the sender
         return service, None
     return service, build_dispatcher(store, outbox, client, presenter)
+
+
+class FrontOutbox:
+    """The front's dispatcher as the embedded worker's puts see it (from the worker's thread)."""
+
+    def __init__(self, dispatcher: OutboxDispatcher, worker: EmbeddedWorker) -> None:
+        self.dispatcher = dispatcher
+        self.worker = worker
+
+    def wake(self, key: str | None) -> None:
+        loop = self.worker._front_loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self.dispatcher.wake, key)
+
+    def sending(self) -> bool:
+        return self.dispatcher.sending()
 
 
 class EmbeddedWorker:
@@ -236,7 +254,7 @@ class EmbeddedWorker:
         self._error: BaseException | None = None
         self._front_loop: asyncio.AbstractEventLoop | None = None
         self._front_notifier: RequestNotifier | None = None
-        self._front_outbox_wake: Callable[[str | None], None] | None = None
+        self._front_outbox: FrontOutbox | None = None
 
     def attach(self, bot: Bot) -> None:
         """Make `bot` this worker's front, as `sayso run` does: it hands its runs here (woken
@@ -247,7 +265,7 @@ class EmbeddedWorker:
         bot.service.subscribe(PolicyReloaded, lambda _: self.reload_policy())
         self._front_notifier = bot.service.api.notifier
         if bot.dispatcher is not None:  # one dispatcher per process: the front's sends ours
-            self._front_outbox_wake = bot.dispatcher.wake
+            self._front_outbox = FrontOutbox(bot.dispatcher, self)
 
     @property
     def busy(self) -> bool:
@@ -316,14 +334,8 @@ class EmbeddedWorker:
             self._stop,
             upgrade=False,
             on_started=started,
-            outbox_waker=self._wake_front_outbox if self._front_outbox_wake else None,
+            front_outbox=self._front_outbox,
         )
-
-    def _wake_front_outbox(self, key: str | None) -> None:
-        loop, wake = self._front_loop, self._front_outbox_wake
-        if loop is not None and wake is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(wake, key)
 
     async def _settled(self, request: ApprovalRequestRecord) -> None:
         loop, notifier = self._front_loop, self._front_notifier

@@ -117,7 +117,7 @@ class OutboxDispatcher(RowSender):
         if self._loop_task is not None:
             return
         self._unsubscribe = self.outbox.subscribe(self.wake)
-        self.outbox.sender_here = self._sending  # this process's puts wake us in process
+        self.outbox.sender_here = self.sending  # this process's puts wake us in process
         self._listener = self.outbox.listener(self.wake)
         self._listener.start()
         self._loop_task = asyncio.create_task(self._run(), name=f"outbox:{self.owner}")
@@ -127,7 +127,7 @@ class OutboxDispatcher(RowSender):
         (a cancelled post stays `unsure`: whoever sends the row next looks it up first; a
         row still waiting for its pace is handed back at once)."""
         self._stopping = True
-        if self.outbox.sender_here == self._sending:
+        if self.outbox.sender_here == self.sending:
             self.outbox.sender_here = lambda: False
         if self._loop_task is not None:
             self._loop_task.cancel()
@@ -228,7 +228,7 @@ class OutboxDispatcher(RowSender):
         next_sweep = self._last_sweep + self.sweep_interval
         return max(0.0, min(self._due_at, next_sweep) - time.monotonic())
 
-    def _sending(self) -> bool:
+    def sending(self) -> bool:
         """Is this dispatcher the one sending now (it holds the sender lease, or every one
         sends)?"""
         return not self._stopping and (self.leading or not self.exclusive)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from bot.agent import Agent, RunEvent, RunResult
@@ -211,6 +212,17 @@ class RunDriver:
         return None, False, None
 
     # -- driving ----------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def holding(self, lease: Lease) -> AsyncIterator[None]:
+        """The lease stays renewed while the block waits (a root message waiting for its
+        channel's pace must not let another replica take the run over meanwhile)."""
+        renewing = asyncio.create_task(self._renew(lease), name=f"renew:{lease.run_id}")
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
 
     async def _renew(self, lease: Lease) -> None:
         """Renew until cancelled. A failed renewal is no reason to stop: a save may have

@@ -128,7 +128,8 @@ class RunStarter:
         run = await self.store.runs.get(lease.run_id)
         assert run is not None and run.channel_id is not None
         try:
-            ts = await self.show.open_thread(run, queued_ahead=queued_ahead)
+            async with self.driver.holding(lease):  # it may wait for the channel's pace
+                ts = await self.show.open_thread(run, queued_ahead=queued_ahead)
         except Exception as exc:
             # Saved as failed, or the sweep would take the unsaved run for one that died
             # early and run it after all.
