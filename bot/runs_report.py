@@ -82,13 +82,14 @@ async def show_run(
     requests = await store.requests.for_run(run_id)
     print(f"\napproval requests ({len(requests)})")
     for q in requests:
-        who = f" by {q.decided_by} at {_t(q.decided_at)}" if q.decided_by else ""
-        extra = f" reason={q.reason!r}" if q.reason else ""
-        print(f"  {q.id}  {q.kind:8} {q.tool_name:16} {q.status:9}{who}{extra}")
-        args = masked(run.agent_id, q.tool_name, q.arguments)
-        print(f"      call {q.call_id} args {args} expires {_t(q.expires_at)}")
-        if q.edited_arguments is not None:
-            print(f"      edited to {masked(run.agent_id, q.tool_name, q.edited_arguments)}")
+        who = f" by {q.state.decided_by} at {_t(q.state.decided_at)}" if q.state.decided_by else ""
+        extra = f" reason={q.state.reason!r}" if q.state.reason else ""
+        print(f"  {q.id}  {q.spec.kind:8} {q.spec.tool_name:16} {q.state.status:9}{who}{extra}")
+        args = masked(run.agent_id, q.spec.tool_name, q.spec.arguments)
+        print(f"      call {q.spec.call_id} args {args} expires {_t(q.policy.expires_at)}")
+        if q.state.edited_arguments is not None:
+            edited = masked(run.agent_id, q.spec.tool_name, q.state.edited_arguments)
+            print(f"      edited to {edited}")
         receipt = receipt_of(q, signer)
         if receipt is not None:  # the same receipt GET /v1 and webhooks carry
             print(f"      receipt {json.dumps(receipt, separators=(',', ':'))}")

@@ -355,7 +355,7 @@ async def request_and_run(
         found = await fetch(conn, sa.select(req).where(req.c.id == request_id))
         if not found:
             return None
-        row = (await conn.execute(sa.select(runs).where(runs.c.id == found[0].run_id))).first()
+        row = (await conn.execute(sa.select(runs).where(runs.c.id == found[0].spec.run_id))).first()
     return (found[0], run_record(row)) if row else None
 
 
@@ -387,12 +387,12 @@ async def cancel(db: Database, request_id: str, actor: str, detail: str) -> bool
 
 async def end_run(db: Database, request: ApprovalRequestRecord) -> None:
     """Once its request is settled, the API run is over (and purged in time like any run)."""
-    status = "cancelled" if request.status in ("cancelled", "expired") else "completed"
+    status = "cancelled" if request.state.status in ("cancelled", "expired") else "completed"
     async with db.write() as conn:
         await conn.execute(
             runs.update()
             .where(
-                runs.c.id == request.run_id,
+                runs.c.id == request.spec.run_id,
                 runs.c.agent_id.like(API_AGENT_PREFIX + "%"),
                 runs.c.status == "waiting_for_human",
             )

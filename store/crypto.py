@@ -13,6 +13,7 @@ escaped and read back as the data it is. A value no key decrypts is logged, coun
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Sequence
@@ -130,12 +131,15 @@ class UnreadableJSON(dict[str, Any], Unreadable):
 
 
 def check_readable(record: T) -> T:
-    """The record, or EncryptionKeyError naming why one of its values cannot be read."""
+    """The record, or EncryptionKeyError naming why one of its values cannot be read (the
+    values of its dataclass parts too: a request's spec, policy and state)."""
     for value in (
         vars(record).values() if record is not None and hasattr(record, "__dict__") else ()
     ):
         if isinstance(value, Unreadable):
             raise EncryptionKeyError(value.why)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            check_readable(value)
     return record
 
 

@@ -33,11 +33,11 @@ async def _audit_expiry(
         conn,
         actor="system",
         action="expire",
-        run_id=r.run_id,
-        call_id=r.call_id,
+        run_id=r.spec.run_id,
+        call_id=r.spec.call_id,
         request_id=r.id,
-        tool_name=r.tool_name,
-        arguments=r.arguments,
+        tool_name=r.spec.tool_name,
+        arguments=r.spec.arguments,
         outcome="expired",
         detail=detail,
         now=now,
@@ -46,7 +46,7 @@ async def _audit_expiry(
 
 
 def _hashed_arguments(request: ApprovalRequestRecord, status: DecidedStatus, edited: Any) -> Any:
-    return edited if status == "edited" and edited is not None else request.arguments
+    return edited if status == "edited" and edited is not None else request.spec.arguments
 
 
 def _attempt_outcome(request: ApprovalRequestRecord | None, won: bool) -> str:
@@ -54,7 +54,7 @@ def _attempt_outcome(request: ApprovalRequestRecord | None, won: bool) -> str:
         return "not_found"
     if won:
         return "won"
-    return "expired" if request.status == "expired" else "lost"
+    return "expired" if request.state.status == "expired" else "lost"
 
 
 def _attempt_detail(
@@ -66,7 +66,7 @@ def _attempt_detail(
     if won and reason:
         detail += f" reason={json.dumps(reason, ensure_ascii=False)}"
     if request is not None and not won:
-        detail += f" status={request.status} decided_by={request.decided_by}"
+        detail += f" status={request.state.status} decided_by={request.state.decided_by}"
     return detail
 
 
@@ -119,7 +119,7 @@ async def decide(
         ).all()
         won = len(decided) == 1
         request = (await records_of(conn, decided))[0] if won else await _one(conn, request_id)
-        if request is not None and not won and request.status == "pending":
+        if request is not None and not won and request.state.status == "pending":
             # Still pending, so past its deadline: whoever gets here first expires it.
             result = await conn.execute(
                 req.update()
@@ -134,10 +134,10 @@ async def decide(
             conn,
             actor=actor,
             action="decide",
-            run_id=request.run_id if request else None,
-            call_id=request.call_id if request else None,
+            run_id=request.spec.run_id if request else None,
+            call_id=request.spec.call_id if request else None,
             request_id=request_id,
-            tool_name=request.tool_name if request else None,
+            tool_name=request.spec.tool_name if request else None,
             arguments=_hashed_arguments(request, status, edited_arguments) if request else None,
             outcome=_attempt_outcome(request, won),
             detail=_attempt_detail(request, won, status, reason),
@@ -148,16 +148,16 @@ async def decide(
             lease = await _claim_if_ready(conn, request, claim, now)
         if won and request is not None and lease is None and db.is_postgres:
             # Wake workers as the decision commits (they check whether the run is ready).
-            await conn.execute(sa.select(sa.func.pg_notify(READY_CHANNEL, request.run_id)))
+            await conn.execute(sa.select(sa.func.pg_notify(READY_CHANNEL, request.spec.run_id)))
     run_ready = lease is not None
     if request is not None and (won or expired) and lease is None:
         # Checked after commit: of two deciders finishing a pause together, the later one
         # sees both decisions (a check inside either transaction could miss the other's).
-        run_ready = await pause_ready(db, request.run_id, request.pause_seq)
+        run_ready = await pause_ready(db, request.spec.run_id, request.spec.pause_seq)
     return DecisionResult(
         won=won,
         request=request,
-        expired=request is not None and request.status == "expired" and not won,
+        expired=request is not None and request.state.status == "expired" and not won,
         run_ready=run_ready,
         lease=lease,
     )
@@ -172,17 +172,17 @@ async def _claim_if_ready(
     the same pause is in flight it still looks pending here: nothing is claimed, and the
     check after commit (`pause_ready`) sees both."""
     pending = sa.exists().where(
-        req.c.run_id == request.run_id,
-        req.c.pause_seq == request.pause_seq,
+        req.c.run_id == request.spec.run_id,
+        req.c.pause_seq == request.spec.pause_seq,
         req.c.status == "pending",
     )
     expires = now + timedelta(seconds=claim.lease_seconds)
     version = await conn.scalar(
         runs.update()
         .where(
-            runs.c.id == request.run_id,
+            runs.c.id == request.spec.run_id,
             runs.c.status == "waiting_for_human",
-            runs.c.pause_seq == request.pause_seq,
+            runs.c.pause_seq == request.spec.pause_seq,
             runs.c.agent_id.not_like("api:%"),
             sa.or_(runs.c.lease_owner.is_(None), runs.c.lease_expires_at < now),
             ~pending,
@@ -192,7 +192,9 @@ async def _claim_if_ready(
     )
     if version is None:
         return None
-    return Lease(run_id=request.run_id, owner=claim.owner, version=int(version), expires_at=expires)
+    return Lease(
+        run_id=request.spec.run_id, owner=claim.owner, version=int(version), expires_at=expires
+    )
 
 
 @dataclass(frozen=True)
@@ -221,4 +223,4 @@ async def expire_due(db: Database, now: datetime | None, limit: int) -> list[App
         records = await fetch(conn, sa.select(req).where(req.c.id.in_(done)))
         for r in records:
             await _audit_expiry(conn, r, now, "deadline sweep")
-    return sorted(records, key=lambda r: (r.expires_at, r.id))
+    return sorted(records, key=lambda r: (r.policy.expires_at, r.id))

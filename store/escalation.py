@@ -32,8 +32,8 @@ async def escalate_due(
             return []
         records = await fetch(conn, sa.select(req).where(req.c.id.in_(done)))
         for r in records:
-            called_in = [str(p) for p in (r.escalate_to or [])]
-            if called_in and not r.anyone:
+            called_in = [str(p) for p in (r.policy.escalate_to or [])]
+            if called_in and not r.policy.anyone:
                 await conn.execute(
                     insert_ignore(db, ra)
                     .values([{"request_id": r.id, "principal": p} for p in called_in])
@@ -43,11 +43,11 @@ async def escalate_due(
                 conn,
                 actor="system",
                 action="escalate",
-                run_id=r.run_id,
-                call_id=r.call_id,
+                run_id=r.spec.run_id,
+                call_id=r.spec.call_id,
                 request_id=r.id,
-                tool_name=r.tool_name,
-                arguments=r.arguments,
+                tool_name=r.spec.tool_name,
+                arguments=r.spec.arguments,
                 outcome="escalated",
                 detail="to=" + ",".join(called_in),
                 now=now,

@@ -21,7 +21,7 @@ from bot.agent.vocabulary import DecidedStatus
 from store.audit import add_audit
 from store.db import Database, insert_ignore
 from store.decisions import decide
-from store.records import ANYONE, ApprovalRequestRecord, DecisionResult, RequestPolicy, args_hash
+from store.records import ApprovalRequestRecord, DecisionResult, RequestPolicy, args_hash
 from store.requests import _one, pause_ready
 from store.schema import approval_requests as req
 from store.schema import request_approvals as rv
@@ -95,10 +95,10 @@ async def count_approval(
                 conn,
                 actor=actor,
                 action="decide",
-                run_id=request.run_id,
-                call_id=request.call_id,
+                run_id=request.spec.run_id,
+                call_id=request.spec.call_id,
                 request_id=request_id,
-                tool_name=request.tool_name,
+                tool_name=request.spec.tool_name,
                 arguments=_current(row, edited_arguments),
                 outcome="won" if won else ("counted" if counted else "repeated"),
                 detail=detail + (f" reason={json.dumps(reason)}" if reason and counted else ""),
@@ -118,7 +118,7 @@ async def count_approval(
         )
         return ApprovalCount(counted=False, decision=outcome)
     assert request is not None
-    ready = won and await pause_ready(db, request.run_id, request.pause_seq)
+    ready = won and await pause_ready(db, request.spec.run_id, request.spec.pause_seq)
     return ApprovalCount(counted, DecisionResult(won=won, request=request, run_ready=ready))
 
 
@@ -183,8 +183,8 @@ async def reapply_policy(
         )
         if changed.rowcount == 1:
             await conn.execute(ra.delete().where(ra.c.request_id == request_id))
-            principals = sorted(set(policy.approvers)) or [ANYONE]
             await conn.execute(
-                ra.insert(), [{"request_id": request_id, "principal": p} for p in principals]
+                ra.insert(),
+                [{"request_id": request_id, "principal": p} for p in policy.principals],
             )
         return await _one(conn, request_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -49,20 +50,40 @@ class Lease:
 
 @dataclass(frozen=True)
 class RequestPolicy:
-    """Who may decide a new approval request, until when, and whether the requester may.
+    """The rule that applies to an approval request: who may decide it, until when, how many
+    must approve, and whether the requester may. The same record when a request is created
+    (the policy the store is asked for) and on a stored request (`ApprovalRequestRecord.policy`).
 
-    An empty `approvers` list means any full member (stored as the principal `*`);
+    `approvers` are given as the principals listed: user and group ids, or `*`. An empty list
+    (or one that has `*`) means any full member may decide, as it always has at creation. Once
+    made, `approvers` is the tuple of listed ids without `*`, and `anyone` (derived, never
+    passed) says whether any full member may decide too; `principals` is what the store keeps.
     `min_approvals` distinct people must approve before the call runs."""
 
-    approvers: list[str]
+    approvers: Sequence[str]
     expires_at: datetime
     allow_self_approval: bool = True
     min_approvals: int = 1
     require_reason: bool = False
     rule: str | None = None
+    """The label of the policy rule that applied when the call was proposed (or edited)."""
     escalate_at: datetime | None = None
-    escalate_to: list[str] = field(default_factory=list)
+    escalate_to: Sequence[str] = ()
+    """Who is called in when the request escalates (user or group ids)."""
     standing_seconds: int | None = None
+    """How long an "Approve, and allow in this thread" grant lasts (None: not offered)."""
+    anyone: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        listed = tuple(self.approvers)
+        object.__setattr__(self, "approvers", tuple(p for p in listed if p != ANYONE))
+        object.__setattr__(self, "anyone", ANYONE in listed or not listed)
+        object.__setattr__(self, "escalate_to", tuple(self.escalate_to or ()))
+
+    @property
+    def principals(self) -> list[str]:
+        """The principals stored for the request: the listed ids, and `*` for anyone."""
+        return sorted({*self.approvers, *([ANYONE] if self.anyone else [])})
 
 
 @dataclass(frozen=True)
@@ -101,13 +122,9 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
-class ApprovalRequestRecord:
-    """One pending call (or human review) of one pause, and what became of it.
+class RequestSpec:
+    """What was asked: one call (or question, or review) of one pause of a run."""
 
-    `approvers` are the listed user and group ids; `anyone` is True when any full member may
-    decide (the policy listed nobody, or listed `*`)."""
-
-    id: str
     run_id: str
     pause_seq: int
     call_id: str
@@ -115,57 +132,62 @@ class ApprovalRequestRecord:
     tool_name: str
     kind: RequestKind
     arguments: Any
-    status: RequestStatus
-    decided_by: str | None
-    decided_at: datetime | None
-    reason: str | None
-    edited_arguments: Any
-    output: Any
-    channel_id: str | None
-    message_ts: str | None
-    expires_at: datetime
+    """The call's arguments as proposed (an edit is kept aside, in the state)."""
     requester: str | None
-    allow_self_approval: bool
-    interrupted: bool
     created_at: datetime
-    reminded_at: datetime | None = None
-    min_approvals: int = 1
-    require_reason: bool = False
-    rule: str | None = None
-    """The label of the policy rule that applied when the call was proposed (or edited)."""
-    escalate_at: datetime | None = None
-    escalate_to: Any = None
-    """Who is called in when the request escalates (a list of user or group ids)."""
-    escalated_at: datetime | None = None
-    standing_seconds: int | None = None
-    """How long an "Approve, and allow in this thread" grant lasts (None: not offered)."""
     api_spec: dict[str, Any] | None = None
     """Set on requests made through the approval API: title, schema, context, decisions."""
-    approvers: tuple[str, ...] = ()
-    anyone: bool = False
+
+
+@dataclass(frozen=True)
+class RequestState:
+    """Where a request stands: its status, who decided and how, and its card in Slack."""
+
+    status: RequestStatus
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None
+    edited_arguments: Any = None
+    output: Any = None
+    channel_id: str | None = None
+    message_ts: str | None = None
+    interrupted: bool = False
+    reminded_at: datetime | None = None
+    escalated_at: datetime | None = None
     approvals: tuple[str, ...] = ()
     """Who approved so far towards the quorum (in order), while `min_approvals` > 1."""
 
+
+@dataclass(frozen=True)
+class ApprovalRequestRecord:
+    """One pending call (or human review) of one pause, and what became of it: what was asked
+    (`spec`), the rule that applies (`policy`) and where it stands (`state`)."""
+
+    id: str
+    spec: RequestSpec
+    policy: RequestPolicy
+    state: RequestState
+
     @property
     def pending(self) -> bool:
-        return self.status == "pending"
+        return self.state.status == "pending"
 
     @property
     def current_arguments(self) -> Any:
         """What would run if approved now: a quorum request edited while pending runs the
         edit (a decided request keeps its proposal in `arguments`, its edit aside)."""
-        if self.status == "pending" and self.edited_arguments is not None:
-            return self.edited_arguments
-        return self.arguments
+        if self.state.status == "pending" and self.state.edited_arguments is not None:
+            return self.state.edited_arguments
+        return self.spec.arguments
 
     @property
     def approvals_missing(self) -> int:
         """How many more approvals the quorum needs (0 once it is met)."""
-        return max(0, self.min_approvals - len(self.approvals))
+        return max(0, self.policy.min_approvals - len(self.state.approvals))
 
     def expired_at(self, now: datetime | None = None) -> bool:
         """Past its deadline (whether or not a sweep has marked it `expired` yet)."""
-        return self.status == "expired" or self.expires_at <= (now or utcnow())
+        return self.state.status == "expired" or self.policy.expires_at <= (now or utcnow())
 
 
 @dataclass(frozen=True)

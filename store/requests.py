@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
@@ -14,9 +15,10 @@ from bot.agent.util import utcnow
 from bot.agent.vocabulary import RequestKind
 from store.db import Database, insert_ignore
 from store.records import (
-    ANYONE,
     ApprovalRequestRecord,
     RequestPolicy,
+    RequestSpec,
+    RequestState,
     RunRecord,
 )
 from store.runs import run_record
@@ -84,23 +86,32 @@ def _inlined(rows: Sequence[Any]) -> dict[str, list[str]] | None:
     }
 
 
+_SPEC = [f.name for f in fields(RequestSpec)]
+_POLICY = [f.name for f in fields(RequestPolicy) if f.init and f.name != "approvers"]
+_STATE = [f.name for f in fields(RequestState) if f.name != "approvals"]
+if {"id", *_SPEC, *_POLICY, *_STATE} != set(_COLUMNS):  # a new column needs a record part
+    raise RuntimeError("approval_requests and the parts of ApprovalRequestRecord differ")
+
+
+def request_record(
+    row: Any, listed: Sequence[str], approvals: Sequence[str] = ()
+) -> ApprovalRequestRecord:
+    """The record of one approval_requests row (all columns), its listed principals and the
+    approvals so far, each column in its part."""
+    m = row._mapping
+    return ApprovalRequestRecord(
+        id=m["id"],
+        spec=RequestSpec(**{name: m[name] for name in _SPEC}),
+        policy=RequestPolicy(approvers=listed, **{name: m[name] for name in _POLICY}),
+        state=RequestState(**{name: m[name] for name in _STATE}, approvals=tuple(approvals)),
+    )
+
+
 async def records_of(conn: AsyncConnection, rows: Sequence[Any]) -> list[ApprovalRequestRecord]:
     """Records of approval_requests rows (all columns), with their approvers and approvals."""
     principals = _inlined(rows) or await _approvers(conn, [r.id for r in rows])
     approvals = await _approvals(conn, [r.id for r in rows if (r.min_approvals or 1) > 1])
-    records = []
-    for row in rows:
-        m = row._mapping
-        listed = principals[row.id]
-        records.append(
-            ApprovalRequestRecord(
-                **{name: m[name] for name in _COLUMNS},
-                approvers=tuple(p for p in listed if p != ANYONE),
-                anyone=ANYONE in listed or not listed,
-                approvals=tuple(approvals.get(row.id, ())),
-            )
-        )
-    return records
+    return [request_record(row, principals[row.id], approvals.get(row.id, ())) for row in rows]
 
 
 async def _one(conn: AsyncConnection, request_id: str) -> ApprovalRequestRecord | None:
@@ -197,7 +208,7 @@ async def insert_request(
             require_reason=policy.require_reason,
             rule=policy.rule,
             escalate_at=policy.escalate_at,
-            escalate_to=policy.escalate_to or None,
+            escalate_to=list(policy.escalate_to) or None,
             standing_seconds=policy.standing_seconds,
             interrupted=interrupted,
             created_at=now,
@@ -206,9 +217,8 @@ async def insert_request(
     )
     if (await conn.execute(statement)).rowcount != 1:
         return False
-    principals = sorted(set(policy.approvers)) or [ANYONE]
     await conn.execute(
-        ra.insert(), [{"request_id": request_id, "principal": p} for p in principals]
+        ra.insert(), [{"request_id": request_id, "principal": p} for p in policy.principals]
     )
     return True
 

@@ -140,7 +140,9 @@ async def test_runs_cancel_ends_the_run_and_closes_its_requests(tmp_path: Path) 
         run = await store.runs.get("run1")
         assert run is not None and run.status == "cancelled" and run.lease_owner is None
         requests = await store.requests.for_run("run1")
-        assert {(r.status, r.decided_by) for r in requests} == {("cancelled", "operator")}
+        assert {(r.state.status, r.state.decided_by) for r in requests} == {
+            ("cancelled", "operator")
+        }
         trail = await store.audit.trail("run1")
         assert [(e.action, e.actor) for e in trail if e.action == "cancel"] == [
             ("cancel", "operator")

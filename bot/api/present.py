@@ -34,25 +34,27 @@ REQUEST_KIND_OF: dict[ApiKind, Any] = {
 
 
 def decision_of(request: ApprovalRequestRecord) -> Decision | None:
-    kind = _TYPE.get(request.status)
+    kind = _TYPE.get(request.state.status)
     if kind is None:
         return None
     arguments = None
     if kind in ("approve", "edit"):
-        arguments = dict(request.edited_arguments or request.arguments or {})
+        arguments = dict(request.state.edited_arguments or request.spec.arguments or {})
     approvals: list[Approval] = []
-    if kind in ("approve", "edit") and request.decided_by:
+    if kind in ("approve", "edit") and request.state.decided_by:
         # every distinct approver towards a quorum, in order; the last one decided it
-        people = [p for p in request.approvals if p != request.decided_by]
+        people = [p for p in request.state.approvals if p != request.state.decided_by]
         approvals = [Approval(user=p, decision="approve", at=None) for p in people]
-        approvals.append(Approval(user=request.decided_by, decision=kind, at=request.decided_at))
+        approvals.append(
+            Approval(user=request.state.decided_by, decision=kind, at=request.state.decided_at)
+        )
     return Decision(
         type=kind,
         arguments=arguments,
-        reason=request.reason,
-        answer=request.output if kind == "answer" else None,
-        decided_by=request.decided_by,
-        decided_at=request.decided_at,
+        reason=request.state.reason,
+        answer=request.state.output if kind == "answer" else None,
+        decided_by=request.state.decided_by,
+        decided_at=request.state.decided_at,
         approvals=approvals,
     )
 
@@ -62,36 +64,36 @@ def receipt_of(
 ) -> dict[str, Any] | None:
     """The signed receipt of a decided request (None while undecided or with no key). Made
     from the stored decision each time it is read: the same decision, the same receipt."""
-    kind = _TYPE.get(request.status)
+    kind = _TYPE.get(request.state.status)
     if signer is None or kind is None:
         return None
     return signer.receipt(
         request_id=request.id,
-        tool=request.tool_name,
-        arguments=dict(request.edited_arguments or request.arguments or {}),
+        tool=request.spec.tool_name,
+        arguments=dict(request.state.edited_arguments or request.spec.arguments or {}),
         decision=kind,
-        decided_by=request.decided_by,
-        decided_at=request.decided_at,
-        rule=request.rule,
+        decided_by=request.state.decided_by,
+        decided_at=request.state.decided_at,
+        rule=request.policy.rule,
     )
 
 
 def request_state(
     request: ApprovalRequestRecord, signer: ReceiptSigner | None = None
 ) -> RequestState:
-    status = _STATUS[request.status]
+    status = _STATUS[request.state.status]
     if status == "pending" and request.expired_at():
         status = "expired"  # past its deadline; the sweep marks it soon
     return RequestState(
         id=request.id,
-        kind=_KIND.get(request.kind, "approval"),
+        kind=_KIND.get(request.spec.kind, "approval"),
         status=status,
         decision=decision_of(request),
-        created_at=request.created_at,
-        expires_at=request.expires_at,
-        context=(request.api_spec or {}).get("context"),
-        channel=request.channel_id,
-        message_ts=request.message_ts,
+        created_at=request.spec.created_at,
+        expires_at=request.policy.expires_at,
+        context=(request.spec.api_spec or {}).get("context"),
+        channel=request.state.channel_id,
+        message_ts=request.state.message_ts,
         receipt=receipt_of(request, signer),
     )
 

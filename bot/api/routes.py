@@ -226,14 +226,14 @@ class ApiRoutes:
         created = await self.api.create(key, new_request(self.api, key, body))
         r = created.request
         answer = CreatedRequest(
-            id=r.id, status="pending", channel=r.channel_id, message_ts=r.message_ts
+            id=r.id, status="pending", channel=r.state.channel_id, message_ts=r.state.message_ts
         )
         if not created.created:
             answer = CreatedRequest(
                 id=r.id,
                 status=state_json(r, self.signer)["status"],
-                channel=r.channel_id,
-                message_ts=r.message_ts,
+                channel=r.state.channel_id,
+                message_ts=r.state.message_ts,
             )
         return web.json_response(
             answer.model_dump(mode="json"), status=201 if created.created else 200
@@ -252,8 +252,8 @@ class ApiRoutes:
         answer = CreatedRequest(
             id=r.id,
             status=state_json(r, self.signer)["status"],
-            channel=r.channel_id,
-            message_ts=r.message_ts,
+            channel=r.state.channel_id,
+            message_ts=r.state.message_ts,
         )
         return web.json_response(answer.model_dump(mode="json"), status=201)
 

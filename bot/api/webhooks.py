@@ -162,7 +162,7 @@ class WebhookSender:
             return False
         if not callback_host_allowed(claimed.url, self.api.callback_hosts):
             refusal = "the callback host is not allowed (SAYSO_CALLBACK_HOSTS)"
-            await self._finish(claimed, found.run_id, False, refusal, retry=False)
+            await self._finish(claimed, found.spec.run_id, False, refusal, retry=False)
             log.warning("event=webhook_refused request_id=%s delivery=%s", found.id, claimed.id)
             return False
         body = body_of(found, self.signer)
@@ -179,7 +179,7 @@ class WebhookSender:
                 claimed.url, self.api.callback_hosts
             )
         except CallbackRefused as exc:
-            await self._finish(claimed, found.run_id, False, str(exc)[:500], retry=False)
+            await self._finish(claimed, found.spec.run_id, False, str(exc)[:500], retry=False)
             log.warning("event=webhook_refused request_id=%s delivery=%s", found.id, claimed.id)
             return False
         try:
@@ -192,7 +192,7 @@ class WebhookSender:
                 error = f"HTTP {response.status_code}"
         except httpx.HTTPError as exc:
             ok, error = False, f"{type(exc).__name__}: {exc}"[:500]
-        await self._finish(claimed, found.run_id, ok, error, retry=True)
+        await self._finish(claimed, found.spec.run_id, ok, error, retry=True)
         log.info(
             "event=webhook_attempt request_id=%s delivery=%s attempt=%d ok=%s",
             claimed.request_id,

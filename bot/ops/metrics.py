@@ -251,11 +251,12 @@ async def _on_audit(conn: AsyncConnection, event: Mapping[str, Any]) -> None:
     record = event.get("request")  # the request as the deciding transaction left it
     if record is None:
         return
-    principals = [*record.approvers, *(["*"] if record.anyone else [])]
+    principals = [*record.policy.approvers, *(["*"] if record.policy.anyone else [])]
     seconds = None
-    if record.decided_at is not None and record.created_at is not None:
-        seconds = (record.decided_at - record.created_at).total_seconds()
-    decision(record.status, who_may_decide(principals), seconds)
+    decided_at, created_at = record.state.decided_at, record.spec.created_at
+    if decided_at is not None and created_at is not None:
+        seconds = (decided_at - created_at).total_seconds()
+    decision(record.state.status, who_may_decide(principals), seconds)
 
 
 def _on_model_request(model: str, seconds: float, outcome: str, usage: Any) -> None:

@@ -85,7 +85,7 @@ class ApiRequests:
         webhooks, a front's long-polls woken by its embedded worker."""
 
         async def api_only(event: RequestSettled) -> None:
-            if event.request.api_spec is not None:
+            if event.request.spec.api_spec is not None:
                 await handler(event.request)
 
         self.events.subscribe(RequestSettled, api_only)
@@ -225,11 +225,11 @@ class ApiRequests:
         await self.store.audit.record(
             actor=API_AGENT_PREFIX + key.name,
             action="api_request",
-            run_id=request.run_id if outcome == "ok" else None,
-            call_id=request.call_id,
+            run_id=request.spec.run_id if outcome == "ok" else None,
+            call_id=request.spec.call_id,
             request_id=request.id,
-            tool_name=request.tool_name,
-            arguments=request.arguments,
+            tool_name=request.spec.tool_name,
+            arguments=request.spec.arguments,
             outcome=outcome,
         )
 
@@ -254,7 +254,7 @@ class ApiRequests:
         try:
             request, link = await self.get(key, request_id)
             deadline = asyncio.get_running_loop().time() + seconds
-            while request.status == "pending" and not request.expired_at():
+            while request.state.status == "pending" and not request.expired_at():
                 left = deadline - asyncio.get_running_loop().time()
                 if left <= 0:
                     break
@@ -273,7 +273,7 @@ class ApiRequests:
         self, key: ApiKey, request_id: str, detail: str = "Cancelled by the caller."
     ) -> tuple[ApprovalRequestRecord, ApiRequestLink]:
         request, link = await self.get(key, request_id)
-        if request.status == "pending":
+        if request.state.status == "pending":
             actor = API_AGENT_PREFIX + key.name
             if await self.store.api.cancel(request_id, actor, detail):
                 request, link = await self.get(key, request_id)
@@ -286,7 +286,7 @@ class ApiRequests:
         """Every path that settles a request (decide, expiry, cancel) emits `RequestSettled`:
         an API request's waiting callers are woken and its run ends."""
         request = event.request
-        if request.api_spec is None:  # a sayso agent's request: its run continues it
+        if request.spec.api_spec is None:  # a sayso agent's request: its run continues it
             return
         self.notifier.wake(request.id, request)
         try:
@@ -294,8 +294,8 @@ class ApiRequests:
         except Exception:
             log.exception("event=notify_failed request_id=%s", request.id)
         await self.store.api.end_run(request)
-        run = await self.store.runs.get(request.run_id)
-        if run is not None and request.status == "cancelled":
+        run = await self.store.runs.get(request.spec.run_id)
+        if run is not None and request.state.status == "cancelled":
             await self.show.request_changed(run, request)
 
 

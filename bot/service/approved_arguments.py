@@ -31,11 +31,11 @@ RUNS_WITH_ARGUMENTS = ("approved", "edited")
 
 def arguments_to_run(request: ApprovalRequestRecord, result: RunResult) -> dict[str, Any] | None:
     """The arguments the decided call would run with now (None: the call is not in the pause)."""
-    if request.status == "edited":
-        return dict(request.edited_arguments or {})
+    if request.state.status == "edited":
+        return dict(request.state.edited_arguments or {})
     pause = result.run.pause
     for pending in pause.pending_tool_calls if pause is not None else []:
-        if pending.call.id == request.call_id:
+        if pending.call.id == request.spec.call_id:
             return dict(pending.call.arguments or {})
     return None
 
@@ -45,7 +45,7 @@ async def refuse_altered(
 ) -> list[ApprovalRequestRecord]:
     """`requests`, with each approved call whose arguments changed after its decision turned
     into a rejection saying so (audited)."""
-    decided = [r for r in requests if r.status in RUNS_WITH_ARGUMENTS]
+    decided = [r for r in requests if r.state.status in RUNS_WITH_ARGUMENTS]
     if not decided:
         return requests
     approved: dict[str, str | None] = {}
@@ -57,7 +57,7 @@ async def refuse_altered(
         expected = approved.get(request.id)
         arguments = arguments_to_run(request, result) if request in decided else None
         if expected and arguments is not None:
-            if args_hash(request.tool_name, arguments) != expected:
+            if args_hash(request.spec.tool_name, arguments) != expected:
                 request = await _refuse(store, request, arguments)
         out.append(request)
     return out
@@ -68,20 +68,20 @@ async def _refuse(
 ) -> ApprovalRequestRecord:
     log.warning(
         "event=receipt_mismatch run_id=%s call_id=%s request_id=%s tool=%s",
-        request.run_id,
-        request.call_id,
+        request.spec.run_id,
+        request.spec.call_id,
         request.id,
-        request.tool_name,
+        request.spec.tool_name,
     )
     await store.audit.record(
         actor="system",
         action="receipt_mismatch",
         outcome="refused",
-        run_id=request.run_id,
-        call_id=request.call_id,
+        run_id=request.spec.run_id,
+        call_id=request.spec.call_id,
         request_id=request.id,
-        tool_name=request.tool_name,
+        tool_name=request.spec.tool_name,
         arguments=arguments,
         detail="the arguments changed after the decision; the call did not run",
     )
-    return replace(request, status="rejected", reason=ALTERED_REASON)
+    return replace(request, state=replace(request.state, status="rejected", reason=ALTERED_REASON))

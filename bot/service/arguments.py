@@ -37,18 +37,18 @@ class ArgumentsAccess:
         request = read if read is not None and read.id == request_id else None
         if request is None and request_id:
             request = await self.store.requests.get(request_id)
-        run = await self.store.runs.get(request.run_id) if request else None
+        run = await self.store.runs.get(request.spec.run_id) if request else None
         if request is None or run is None:
             return Outcome("not_found", "This request no longer exists.")
-        if actor.user_id and actor.user_id == request.requester:
+        if actor.user_id and actor.user_id == request.spec.requester:
             return Outcome("shown", request=request, run=run)
         verdict = await may_decide(
             self.directory,
             user_id=actor.user_id,
             team_id=actor.team_id,
             workspace_team_id=workspace_team_id,
-            approvers=() if request.anyone else request.approvers,
-            requester=request.requester,
+            approvers=() if request.policy.anyone else request.policy.approvers,
+            requester=request.spec.requester,
             allow_self_approval=True,  # a requester reads their own request's arguments
         )
         if verdict.allowed:
@@ -63,17 +63,17 @@ class ArgumentsAccess:
         await self.store.audit.record(
             actor=actor.user_id,
             action=action,
-            run_id=request.run_id,
-            call_id=request.call_id,
+            run_id=request.spec.run_id,
+            call_id=request.spec.call_id,
             request_id=request.id,
-            tool_name=request.tool_name,
+            tool_name=request.spec.tool_name,
             outcome="denied",
             detail=detail,
         )
         log.info(
             "event=refused action=%s run_id=%s call_id=%s actor=%s",
             action,
-            request.run_id,
-            request.call_id,
+            request.spec.run_id,
+            request.spec.call_id,
             actor.user_id,
         )

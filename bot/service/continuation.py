@@ -26,32 +26,40 @@ def decisions_from(requests: list[ApprovalRequestRecord]) -> dict[str, Any]:
     """Turn decided approval requests into `continue_run` arguments."""
     out: dict[str, Any] = {"approvals": [], "rejections": [], "edits": [], "tool_outputs": []}
     for r in requests:
-        if r.kind == "review" and r.status != "answered":  # expired: nobody said anything
+        if (
+            r.spec.kind == "review" and r.state.status != "answered"
+        ):  # expired: nobody said anything
             out["human_input"] = REVIEW_EXPIRED_INPUT
-        elif r.kind == "review":
-            out["human_input"] = r.output if isinstance(r.output, str) else json.dumps(r.output)
-        elif r.status == "approved":
-            out["approvals"].append(
-                AgentToolDecision(r.call_id, r.reason or None, decided_by=r.decided_by)
+        elif r.spec.kind == "review":
+            out["human_input"] = (
+                r.state.output if isinstance(r.state.output, str) else json.dumps(r.state.output)
             )
-        elif r.status == "edited":
-            out["edits"].append(
-                AgentToolEdit(
-                    r.call_id,
-                    dict(r.edited_arguments or {}),
-                    reason=r.reason or None,
-                    decided_by=r.decided_by,
+        elif r.state.status == "approved":
+            out["approvals"].append(
+                AgentToolDecision(
+                    r.spec.call_id, r.state.reason or None, decided_by=r.state.decided_by
                 )
             )
-        elif r.status == "answered":
-            out["tool_outputs"].append(
-                AgentToolOutput(r.call_id, r.output, decided_by=r.decided_by)
+        elif r.state.status == "edited":
+            out["edits"].append(
+                AgentToolEdit(
+                    r.spec.call_id,
+                    dict(r.state.edited_arguments or {}),
+                    reason=r.state.reason or None,
+                    decided_by=r.state.decided_by,
+                )
             )
-        elif r.status in ("rejected", "expired", "cancelled"):
-            reason = r.reason or None
-            if r.status == "expired":
+        elif r.state.status == "answered":
+            out["tool_outputs"].append(
+                AgentToolOutput(r.spec.call_id, r.state.output, decided_by=r.state.decided_by)
+            )
+        elif r.state.status in ("rejected", "expired", "cancelled"):
+            reason = r.state.reason or None
+            if r.state.status == "expired":
                 reason = EXPIRED_REASON
-            elif r.status == "cancelled":
+            elif r.state.status == "cancelled":
                 reason = reason or CANCELLED_REASON
-            out["rejections"].append(AgentToolDecision(r.call_id, reason, decided_by=r.decided_by))
+            out["rejections"].append(
+                AgentToolDecision(r.spec.call_id, reason, decided_by=r.state.decided_by)
+            )
     return out

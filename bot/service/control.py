@@ -32,7 +32,8 @@ def approvals_of(
     """Who may decide these requests (each: its approvers and channel); with none, the
     fallback approvers (the agent's)."""
     found: list[tuple[Sequence[str], str | None]] = [
-        (() if r.anyone else r.approvers, r.channel_id or channel_id) for r in requests
+        (() if r.policy.anyone else r.policy.approvers, r.state.channel_id or channel_id)
+        for r in requests
     ]
     return found or [(tuple(fallback), channel_id)]
 

@@ -82,25 +82,25 @@ class Decider:
         request = request or await self.store.requests.get(request_id)
         if request is None:
             return Outcome("not_found", "This request no longer exists.")
-        if request.status != "pending":
+        if request.state.status != "pending":
             return Outcome("lost", already_decided(request), request)
-        run = await self.store.runs.get(request.run_id)
+        run = await self.store.runs.get(request.spec.run_id)
         verdict = await may_decide(
             self.directory,
             user_id=actor.user_id,
             team_id=actor.team_id,
             workspace_team_id=self.workspace_team_id,
-            approvers=() if request.anyone else request.approvers,
-            requester=request.requester,
-            allow_self_approval=request.allow_self_approval,
-            channel_id=request.channel_id or (run.channel_id if run else None),
+            approvers=() if request.policy.anyone else request.policy.approvers,
+            requester=request.spec.requester,
+            allow_self_approval=request.policy.allow_self_approval,
+            channel_id=request.state.channel_id or (run.channel_id if run else None),
         )
         if not verdict.allowed:
             await self._audit_attempt(request, actor, "denied", verdict.reason)
             log.info(
                 "event=decision_denied run_id=%s call_id=%s actor=%s",
-                request.run_id,
-                request.call_id,
+                request.spec.run_id,
+                request.spec.call_id,
                 actor.user_id,
             )
             return Outcome("denied", verdict.reason, request)
@@ -122,7 +122,10 @@ class Decider:
         if not checked.ok or checked.request is None:
             if checked.kind == "lost" and checked.request is not None:
                 r = checked.request
-                detail = f"wanted={OUTCOME_OF[action]} status={r.status} decided_by={r.decided_by}"
+                detail = (
+                    f"wanted={OUTCOME_OF[action]} status={r.state.status}"
+                    f" decided_by={r.state.decided_by}"
+                )
                 await self._audit_attempt(r, actor, "lost", detail)
             return checked
         tool = self.agents.tool_of(checked.agent_id or "", checked.request)
@@ -155,12 +158,16 @@ class Decider:
             tool.validate(arguments or {})  # runtime fills defaults when the call runs
         if action == "answer" and tool is not None:
             output = tool.parse_output(output)
-        if action == "edit" and tool is not None and request.kind == "approval":
+        if action == "edit" and tool is not None and request.spec.kind == "approval":
             moved = await self._reevaluate(request, tool, checked, actor, arguments or {}, reason)
             if isinstance(moved, Outcome):
                 return moved
             request = moved
-        if request.kind == "approval" and request.min_approvals > 1 and action != "reject":
+        if (
+            request.spec.kind == "approval"
+            and request.policy.min_approvals > 1
+            and action != "reject"
+        ):
             return await self._count_approval(request, actor, arguments, reason, action)
         result = await self.store.requests.decide(
             request.id,
@@ -170,7 +177,7 @@ class Decider:
             edited_arguments=arguments if action == "edit" else None,
             output=output if action in ANSWERS else None,
             # the run's lease in the same transaction, when this process will drive it now
-            claim=request.api_spec is None and self.drives_now(),
+            claim=request.spec.api_spec is None and self.drives_now(),
         )
         if result.request is None:
             return Outcome("not_found", "This request no longer exists.")
@@ -195,26 +202,28 @@ class Decider:
         the run goes on), continue the run when its pause is complete."""
         assert result.request is not None
         if standing:
-            run = run or await self.store.runs.get(request.run_id)
+            run = run or await self.store.runs.get(request.spec.run_id)
             given = await self.standing.give(result.request, run, actor) if run else None
             if given is not None:
-                await self.events.emit(StandingApprovalGiven(given.id, request.run_id))
+                await self.events.emit(StandingApprovalGiven(given.id, request.spec.run_id))
         log.info(
             "event=decided run_id=%s call_id=%s actor=%s status=%s",
-            request.run_id,
-            request.call_id,
+            request.spec.run_id,
+            request.spec.call_id,
             actor.user_id,
-            result.request.status,
+            result.request.state.status,
         )
         await self._settled(result.request)  # first: a waiting caller hears at once
         if result.lease is not None:  # claimed with the decision: the run goes on here
-            await self.events.emit(RunReady(request.run_id, result.lease))
-        elif result.run_ready and request.api_spec is None:
+            await self.events.emit(RunReady(request.spec.run_id, result.lease))
+        elif result.run_ready and request.spec.api_spec is None:
             # then the run goes on while the card is updated (an API request's caller goes on)
-            await self.events.emit(RunReady(request.run_id))
+            await self.events.emit(RunReady(request.spec.run_id))
         await self.refresh_card(result.request, run)
         return Outcome(
-            "decided", f"You {VERB[result.request.status]} `{request.tool_name}`.", result.request
+            "decided",
+            f"You {VERB[result.request.state.status]} `{request.spec.tool_name}`.",
+            result.request,
         )
 
     async def _reevaluate(
@@ -241,7 +250,7 @@ class Decider:
             team_id=actor.team_id,
             workspace_team_id=self.workspace_team_id or (run.team_id if run else None),
             approvers=new.approvers,
-            requester=request.requester,
+            requester=request.spec.requester,
             allow_self_approval=new.allow_self_approval,
         )
         where = f"Your edit puts this call under {new.rule}"
@@ -252,22 +261,22 @@ class Decider:
             message = f"{where}, which needs a reason: edit again and write why."
             return Outcome("invalid", message, request, {REASON_FIELD: message})
         moved = await self.store.requests.reapply_policy(
-            request.id, new.request_policy(request.expires_at)
+            request.id, new.request_policy(request.policy.expires_at)
         )
         log.info(
             "event=rule_applied run_id=%s call_id=%s rule=%s min_approvals=%d",
-            request.run_id,
-            request.call_id,
+            request.spec.run_id,
+            request.spec.call_id,
             new.rule,
             new.min_approvals,
         )
         await self.store.audit.record(
             actor=actor.user_id,
             action="policy",
-            run_id=request.run_id,
-            call_id=request.call_id,
+            run_id=request.spec.run_id,
+            call_id=request.spec.call_id,
             request_id=request.id,
-            tool_name=request.tool_name,
+            tool_name=request.spec.tool_name,
             arguments=arguments,
             outcome="stricter",
             detail=f"rule={new.rule} min_approvals={new.min_approvals}",
@@ -295,7 +304,7 @@ class Decider:
         if result.won:
             return await self._decided(request, actor, result)
         now = result.request
-        if now.status != "pending":
+        if now.state.status != "pending":
             kind: OutcomeKind = "expired" if result.expired else "lost"
             if result.expired:
                 await self.refresh_card(now)
@@ -305,15 +314,15 @@ class Decider:
             return Outcome("invalid", f"You already approved this request; {waiting}.", now)
         log.info(
             "event=approval_counted run_id=%s call_id=%s actor=%s approvals=%d/%d",
-            request.run_id,
-            request.call_id,
+            request.spec.run_id,
+            request.spec.call_id,
             actor.user_id,
-            len(now.approvals),
-            now.min_approvals,
+            len(now.state.approvals),
+            now.policy.min_approvals,
         )
         await self.refresh_card(now)
         verb = "edited and approved" if action == "edit" else "approved"
-        return Outcome("decided", f"You {verb} `{request.tool_name}`; {waiting}.", now)
+        return Outcome("decided", f"You {verb} `{request.spec.tool_name}`; {waiting}.", now)
 
     async def _audit_attempt(
         self, request: ApprovalRequestRecord, actor: Actor, outcome: str, detail: str
@@ -323,11 +332,11 @@ class Decider:
         await self.store.audit.record(
             actor=actor.user_id,
             action="decide",
-            run_id=request.run_id,
-            call_id=request.call_id,
+            run_id=request.spec.run_id,
+            call_id=request.spec.call_id,
             request_id=request.id,
-            tool_name=request.tool_name,
-            arguments=request.arguments,
+            tool_name=request.spec.tool_name,
+            arguments=request.spec.arguments,
             outcome=outcome,
             detail=detail,
         )
@@ -338,8 +347,8 @@ class Decider:
         """Show the request's current status on its card (a failure is logged, not raised).
         `run`: the request's run as read before (a card shows only what never changes of it:
         its agent and requester); read here otherwise."""
-        if run is None or run.id != request.run_id:
-            run = await self.store.runs.get(request.run_id)
+        if run is None or run.id != request.spec.run_id:
+            run = await self.store.runs.get(request.spec.run_id)
         if run is not None:
             await self.show.request_changed(run, request)
 
@@ -358,14 +367,14 @@ class Decider:
             reason=f"standing approval {standing.id} given by {standing.granted_by}",
         )
         if not result.won or result.request is None:
-            return result.request is not None and result.request.status != "pending"
+            return result.request is not None and result.request.state.status != "pending"
         log.info(
             "event=auto_approved run_id=%s call_id=%s standing_id=%s given_by=%s rule=%s",
             run.id,
-            request.call_id,
+            request.spec.call_id,
             standing.id,
             standing.granted_by,
-            request.rule,
+            request.policy.rule,
         )
         await self._settled(result.request)
         await self.show.say(AutoApproved(result.request, standing), run)

@@ -31,16 +31,20 @@ ANSWERS: tuple[PersonAction, ...] = ("answer", "review")
 
 def needs_reason(request: ApprovalRequestRecord, action: PersonAction, reason: str | None) -> bool:
     """Approving (or editing) a request that needs a reason, without one."""
-    return request.require_reason and action in ("approve", "edit") and not (reason or "").strip()
+    return (
+        request.policy.require_reason
+        and action in ("approve", "edit")
+        and not (reason or "").strip()
+    )
 
 
 def already_decided(request: ApprovalRequestRecord) -> str:
-    if request.status == "expired":
+    if request.state.status == "expired":
         return "This request expired before anyone decided; nothing ran."
-    verb = VERB.get(request.status, request.status)
+    verb = VERB.get(request.state.status, request.state.status)
     by = (
-        f" by {person(request.decided_by)}"
-        if request.decided_by and request.decided_by[:1] in ("U", "W")
+        f" by {person(request.state.decided_by)}"
+        if request.state.decided_by and request.state.decided_by[:1] in ("U", "W")
         else ""
     )
     return f"This request was already {verb}{by}."
@@ -53,9 +57,9 @@ def invalid_input(
     arguments: Any,
     output: Any,
 ) -> Outcome | None:
-    if request.kind == "review":
+    if request.spec.kind == "review":
         ok = action in ANSWERS
-    elif request.kind in ("manual", "hitl"):
+    elif request.spec.kind in ("manual", "hitl"):
         ok = action in ("answer", "reject")
     else:
         ok = action in (tool.allowed_decisions if tool else ALL_APPROVAL_DECISIONS)
@@ -63,7 +67,9 @@ def invalid_input(
         return Outcome("invalid", f"`{action}` is not a decision this request allows.", request)
     if action == "edit":
         if tool is None:
-            return Outcome("invalid", f"Tool `{request.tool_name}` is no longer defined.", request)
+            return Outcome(
+                "invalid", f"Tool `{request.spec.tool_name}` is no longer defined.", request
+            )
         errors = argument_errors(tool, arguments or {})
         if errors:
             return Outcome("invalid", "Some arguments are not valid.", request, errors)

@@ -51,9 +51,9 @@ async def inbox_of(
         count_limit=INBOX_COUNT_LIMIT,
         anyone_channels=channels,
     )
-    runs = await store.runs.get_many([r.run_id for r in requests])
+    runs = await store.runs.get_many([r.spec.run_id for r in requests])
     return Inbox(
-        pending=[(r, runs[r.run_id]) for r in requests if r.run_id in runs],
+        pending=[(r, runs[r.spec.run_id]) for r in requests if r.spec.run_id in runs],
         total=total,
         total_is_lower_bound=total >= INBOX_COUNT_LIMIT,
         recent_runs=await store.runs.list(requester=user_id, limit=10),

@@ -31,9 +31,9 @@ class AgentRegistry:
 
     def tool_of(self, agent_id: str, request: ApprovalRequestRecord) -> Tool | None:
         """The tool behind a request: the agent's, or the one an API request describes."""
-        if request.api_spec is not None:
-            return api_tool(request.api_spec, request.tool_name, request.kind)
-        return self.tool(agent_id, request.tool_name)
+        if request.spec.api_spec is not None:
+            return api_tool(request.spec.api_spec, request.spec.tool_name, request.spec.kind)
+        return self.tool(agent_id, request.spec.tool_name)
 
     @property
     def ids(self) -> list[str]:

@@ -112,9 +112,11 @@ class ThreadReplies:
         api_request = is_api_run(run.agent_id)  # no saved state: its one request is the pause
         if not api_request and (result is None or result.run.pause is None):
             return IGNORED
-        pending = [r for r in await self.store.requests.current(run.id) if r.status == "pending"]
-        reviews = [r for r in pending if r.kind == "review"]
-        questions = [r for r in pending if r.kind == "hitl"]
+        pending = [
+            r for r in await self.store.requests.current(run.id) if r.state.status == "pending"
+        ]
+        reviews = [r for r in pending if r.spec.kind == "review"]
+        questions = [r for r in pending if r.spec.kind == "hitl"]
         answer: tuple[str, PersonAction] | None = None
         if reviews:
             answer = (reviews[0].id, "review")

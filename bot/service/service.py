@@ -255,7 +255,7 @@ class Service:
         return await self.store.requests.get(request_id) if request_id else None
 
     async def run_of(self, request: ApprovalRequestRecord) -> RunRecord | None:
-        return await self.store.runs.get(request.run_id)
+        return await self.store.runs.get(request.spec.run_id)
 
     async def is_run_thread(self, channel_id: str, thread_ts: str) -> bool:
         """Is this thread the one of a run (where replies go to the run)?"""

@@ -49,14 +49,14 @@ class StandingApprovals:
     ) -> StandingApproval | None:
         """After `actor` approved `request` with "and allow in this thread": record the
         standing approval and post it (with its Revoke button) in the thread."""
-        seconds = request.standing_seconds
-        if not seconds or request.min_approvals > 1 or request.require_reason:
+        seconds = request.policy.standing_seconds
+        if not seconds or request.policy.min_approvals > 1 or request.policy.require_reason:
             return None
         if not run.channel_id or not run.thread_ts:
             return None
         standing = await self.store.standing.add(
             agent_id=run.agent_id,
-            tool_name=request.tool_name,
+            tool_name=request.spec.tool_name,
             channel_id=run.channel_id,
             thread_ts=run.thread_ts,
             granted_by=actor.user_id,
@@ -67,7 +67,7 @@ class StandingApprovals:
         log.info(
             "event=standing_approval_given run_id=%s tool=%s by=%s seconds=%d",
             run.id,
-            request.tool_name,
+            request.spec.tool_name,
             actor.user_id,
             seconds,
         )
@@ -80,20 +80,24 @@ class StandingApprovals:
         self, run: RunRecord, request: ApprovalRequestRecord, workspace_team_id: str | None
     ) -> StandingApproval | None:
         """The live standing approval that may approve this request on its giver's behalf."""
-        if request.kind != "approval" or request.min_approvals > 1 or request.require_reason:
+        if (
+            request.spec.kind != "approval"
+            or request.policy.min_approvals > 1
+            or request.policy.require_reason
+        ):
             return None
         if not run.channel_id or not run.thread_ts:
             return None
         standing = await self.store.standing.live(
             agent_id=run.agent_id,
-            tool_name=request.tool_name,
+            tool_name=request.spec.tool_name,
             channel_id=run.channel_id,
             thread_ts=run.thread_ts,
         )
         if standing is None:
             return None
         given_for = await self.store.requests.get(standing.request_id or "")
-        if given_for is None or given_for.rule != request.rule:
+        if given_for is None or given_for.policy.rule != request.policy.rule:
             self._not_covered(request, standing, "another rule")
             return None
         verdict = await may_decide(
@@ -101,10 +105,10 @@ class StandingApprovals:
             user_id=standing.granted_by,
             team_id=workspace_team_id,
             workspace_team_id=workspace_team_id,
-            approvers=() if request.anyone else request.approvers,
-            requester=request.requester,
-            allow_self_approval=request.allow_self_approval,
-            channel_id=request.channel_id or run.channel_id,
+            approvers=() if request.policy.anyone else request.policy.approvers,
+            requester=request.spec.requester,
+            allow_self_approval=request.policy.allow_self_approval,
+            channel_id=request.state.channel_id or run.channel_id,
         )
         if not verdict.allowed:
             self._not_covered(request, standing, "giver may not decide it")
@@ -116,8 +120,8 @@ class StandingApprovals:
     ) -> None:
         log.info(
             "event=standing_approval_not_applied run_id=%s call_id=%s standing_id=%s why=%r",
-            request.run_id,
-            request.call_id,
+            request.spec.run_id,
+            request.spec.call_id,
             standing.id,
             why,
         )

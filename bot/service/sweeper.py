@@ -47,7 +47,11 @@ class Sweeper:
     async def sweep_once(self, now: datetime | None = None) -> None:
         now = now or datetime.now(UTC)
         for request in await self.store.requests.expire_due(now):
-            log.info("event=request_expired run_id=%s call_id=%s", request.run_id, request.call_id)
+            log.info(
+                "event=request_expired run_id=%s call_id=%s",
+                request.spec.run_id,
+                request.spec.call_id,
+            )
             await self.decider.refresh_card(request)
             await self.events.emit(RequestSettled(request))
         for request in await self.store.requests.escalate_due(now):
@@ -60,7 +64,7 @@ class Sweeper:
             for request in await self.store.requests.due_reminders(
                 now - self.settings.remind_after, now
             ):
-                run = await self.store.runs.get(request.run_id)
+                run = await self.store.runs.get(request.spec.run_id)
                 if run is not None:
                     await self.show.say(Reminder(request), run)
         if self._last_purge is None or now - self._last_purge > PURGE_EVERY:
@@ -73,11 +77,11 @@ class Sweeper:
         """Tell the thread (mentioning who is called in) and show it on the card."""
         log.info(
             "event=request_escalated run_id=%s call_id=%s to=%s",
-            request.run_id,
-            request.call_id,
-            ",".join(request.escalate_to or []),
+            request.spec.run_id,
+            request.spec.call_id,
+            ",".join(request.policy.escalate_to or []),
         )
-        run = await self.store.runs.get(request.run_id)
+        run = await self.store.runs.get(request.spec.run_id)
         if run is not None:
             await self.show.say(Escalated(request), run)
         await self.decider.refresh_card(request, run)

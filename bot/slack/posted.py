@@ -33,7 +33,7 @@ class PostedRecorder:
         elif kind == "card":
             await self.store.requests.set_message(ident, row.channel, ts)
             request = await self.store.requests.get(ident)
-            run = await self.store.runs.get(request.run_id) if request else None
+            run = await self.store.runs.get(request.spec.run_id) if request else None
             if run is not None and run.thread_ts is None and row.thread_ts is None:
                 await self.store.runs.set_thread(run.id, row.channel, ts)
             if self.presenter is not None and run is not None and request is not None:

@@ -175,8 +175,8 @@ class SlackPresenter:
         in_pane = bool(run.channel_id and run.channel_id.startswith("D"))
         if not (in_pane and agent is not None and agent.channel):
             return run.channel_id
-        tool = self.agents.tool(run.agent_id, request.tool_name)
-        approvers = [a for a in request.approvers if a != "*"]
+        tool = self.agents.tool(run.agent_id, request.spec.tool_name)
+        approvers = [a for a in request.policy.approvers if a != "*"]
         others = bool(approvers) and run.requester not in approvers
         return (
             agent.channel if others or (tool and not tool.allow_self_approval) else run.channel_id
@@ -236,7 +236,7 @@ class SlackPresenter:
         """The card shows the request as it is now; the App Home of whoever just acted on it
         follows (coalesced, if they opened it)."""
         await self.update_card(run, request)
-        for user in {request.decided_by, *request.approvals[-1:]}:
+        for user in {request.state.decided_by, *request.state.approvals[-1:]}:
             if user and user[:1] in ("U", "W"):
                 await self.refresh_home(user)
 
@@ -262,7 +262,7 @@ class SlackPresenter:
         elif isinstance(notice, AutoApproved):
             standing = notice.standing
             message = standing_blocks.auto_approved(
-                notice.request.tool_name, standing.granted_by, standing.expires_at
+                notice.request.spec.tool_name, standing.granted_by, standing.expires_at
             )
             await self._post(run, f"auto:{notice.request.id}", message)
         return None
@@ -290,11 +290,15 @@ class SlackPresenter:
     async def update_card(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
         key = f"card:{request.id}"
         message = cards.request_card(card_info(request, run, self.agents))
-        if await self.writes.message(key, request.channel_id, message, only="existing"):
+        if await self.writes.message(key, request.state.channel_id, message, only="existing"):
             return
-        if request.channel_id and request.message_ts:  # posted before the outbox: its row
-            await self.writes.known(key, request.channel_id, request.message_ts, message)
-            await self.writes.message(key, request.channel_id, message)
+        if (
+            request.state.channel_id and request.state.message_ts
+        ):  # posted before the outbox: its row
+            await self.writes.known(
+                key, request.state.channel_id, request.state.message_ts, message
+            )
+            await self.writes.message(key, request.state.channel_id, message)
         # else no card to update (the request was never shown)
 
     async def show_activity(self, run: RunRecord) -> None:

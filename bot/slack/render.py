@@ -90,44 +90,46 @@ def card_info(request: ApprovalRequestRecord, run: RunRecord, agents: AgentRegis
     tool = agents.tool_of(run.agent_id, request)
     return CardInfo(
         request_id=request.id,
-        run_id=request.run_id,
+        run_id=request.spec.run_id,
         agent_id=run.agent_id,
-        tool_name=request.tool_name,
-        kind=one_of(request.kind, _REQUEST_KINDS),
-        arguments=_masked(tool, request.arguments or {}),
-        status=one_of(request.status, _REQUEST_STATUSES),
+        tool_name=request.spec.tool_name,
+        kind=one_of(request.spec.kind, _REQUEST_KINDS),
+        arguments=_masked(tool, request.spec.arguments or {}),
+        status=one_of(request.state.status, _REQUEST_STATUSES),
         tool_description=tool.description if tool else "",
-        requester=request.requester or run.requester,
-        expires_at=request.expires_at,
+        requester=request.spec.requester or run.requester,
+        expires_at=request.policy.expires_at,
         allowed_decisions=tuple(tool.allowed_decisions) if tool else ALL_APPROVAL_DECISIONS,
         confirm=bool(tool and tool.confirm),
-        interrupted=bool(request.interrupted),
-        approvers=tuple(a for a in request.approvers if a != "*"),
-        decided_by=request.decided_by,
-        decided_at=request.decided_at,
-        reason=request.reason,
-        edited_arguments=_masked(tool, request.edited_arguments),
-        output=request.output,
+        interrupted=bool(request.state.interrupted),
+        approvers=tuple(a for a in request.policy.approvers if a != "*"),
+        decided_by=request.state.decided_by,
+        decided_at=request.state.decided_at,
+        reason=request.state.reason,
+        edited_arguments=_masked(tool, request.state.edited_arguments),
+        output=request.state.output,
         returns_object=bool(tool and tool.returns_object),
         parameters=tool.parameters if tool else None,
-        created_at=request.created_at,
+        created_at=request.spec.created_at,
         sensitive=tool.sensitive if tool else frozenset(),
-        defaults=tool.masked(tool.defaults_for(request.edited_arguments or request.arguments or {}))
+        defaults=tool.masked(
+            tool.defaults_for(request.state.edited_arguments or request.spec.arguments or {})
+        )
         if tool
         else {},
-        min_approvals=request.min_approvals,
-        require_reason=request.require_reason,
-        rule=request.rule,
-        escalate_to=tuple(request.escalate_to or ()),
-        escalated_at=request.escalated_at,
-        standing_seconds=request.standing_seconds,
-        approvals=request.approvals,
+        min_approvals=request.policy.min_approvals,
+        require_reason=request.policy.require_reason,
+        rule=request.policy.rule,
+        escalate_to=tuple(request.policy.escalate_to or ()),
+        escalated_at=request.state.escalated_at,
+        standing_seconds=request.policy.standing_seconds,
+        approvals=request.state.approvals,
         display=_display(request),
     )
 
 
 def _display(request: ApprovalRequestRecord) -> str | None:
-    shown = (request.api_spec or {}).get("display")
+    shown = (request.spec.api_spec or {}).get("display")
     return shown if isinstance(shown, str) and shown.strip() else None
 
 

@@ -48,7 +48,7 @@ async def test_edit_with_invalid_arguments_shows_field_errors_and_changes_nothin
     assert h.effects.deploys == []
     assert has_button(h.sandbox.message("C_GENERAL", card["ts"]), "approve")
     requests = await h.bot.store.requests.for_run((await h.bot.store.runs.list())[0].id)
-    assert [r.status for r in requests] == ["pending"]
+    assert [r.state.status for r in requests] == ["pending"]
 
 
 async def test_reject_with_reason_tells_the_model(harness: Harness) -> None:

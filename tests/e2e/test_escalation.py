@@ -43,6 +43,6 @@ async def test_after_the_escalation_the_group_may_decide(h: Harness) -> None:
     await h.idle()
     assert h.effects.restarts == ["rollback:api"]
     request = await h.bot.store.requests.get(card_request_id(card))
-    assert request.decided_by == "U_MEMBER"
-    trail = await h.bot.store.audit.trail(request.run_id)
+    assert request.state.decided_by == "U_MEMBER"
+    trail = await h.bot.store.audit.trail(request.spec.run_id)
     assert [e.outcome for e in trail if e.action == "escalate"] == ["escalated"]

@@ -73,10 +73,10 @@ async def test_every_request_button_names_its_own_cards_request_or_is_refused_on
     assert h.sandbox.open_views(USER) == []
     assert h.bot is not None
     request = await h.bot.store.requests.get(first_id)
-    assert request is not None and request.status == "pending"
+    assert request is not None and request.state.status == "pending"
     other = await h.bot.store.requests.get(card_request_id(second))
-    assert other is not None and other.status == "pending"
-    trail = await h.bot.store.audit.trail(request.run_id)
+    assert other is not None and other.state.status == "pending"
+    trail = await h.bot.store.audit.trail(request.spec.run_id)
     refused = [(e.actor, e.action, e.detail) for e in trail if e.outcome == "denied"]
     reason = "button from another card"
     assert refused == [(USER, str(a), reason) for a in TOLD_PRIVATELY + OPENS_A_MODAL]

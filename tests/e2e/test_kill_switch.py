@@ -29,7 +29,7 @@ async def test_the_requester_cancels_while_a_card_is_pending(harness: Harness) -
     (run,) = await h.bot.store.runs.list()
     assert run.status == "cancelled"
     (request,) = await h.bot.store.requests.for_run(run.id)
-    assert (request.status, request.decided_by) == ("cancelled", "U_REQUESTER")
+    assert (request.state.status, request.state.decided_by) == ("cancelled", "U_REQUESTER")
     trail = await h.bot.store.audit.trail(run.id)
     assert [(e.actor, e.outcome) for e in trail if e.action == "cancel"] == [("U_REQUESTER", "ok")]
     # an Approve click from the card as it was before changes nothing

@@ -37,6 +37,6 @@ async def test_the_file_overrides_the_code_and_sighup_reloads_it(
     await wait_answer(h, "Deployed v2 to staging.")
     # the first request kept its policy; a new request gets the reloaded one
     request = await h.bot.store.requests.get(card_request_id(first))
-    assert request.approvers == ("U_APPROVER2",)
+    assert request.policy.approvers == ("U_APPROVER2",)
     await h.sandbox.slash_command("U_REQUESTER", "ops deploy v3 to staging")
     await h.sandbox.wait_for(lambda _: "<!subteam^S_APPROVERS>" in h.thread_text(), timeout=10)

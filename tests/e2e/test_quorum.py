@@ -53,8 +53,11 @@ async def test_two_approvals_run_the_call_once(h: Harness) -> None:
     assert not has_button(done, "approve")
     assert "<@U_APPROVER>" in message_text(done) and "<@U_MEMBER>" in message_text(done)
     request = await h.bot.store.requests.get(card_request_id(card))
-    assert request.status == "approved" and request.approvals == ("U_APPROVER", "U_MEMBER")
-    trail = [e for e in await h.bot.store.audit.trail(request.run_id) if e.action == "decide"]
+    assert request.state.status == "approved" and request.state.approvals == (
+        "U_APPROVER",
+        "U_MEMBER",
+    )
+    trail = [e for e in await h.bot.store.audit.trail(request.spec.run_id) if e.action == "decide"]
     assert [(e.actor, e.outcome) for e in trail] == [
         ("U_APPROVER", "counted"),
         ("U_APPROVER", "repeated"),
@@ -69,7 +72,7 @@ async def test_the_requester_is_never_one_of_the_two(h: Harness) -> None:
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     await wait_card(h, card, "1 of 2 approvals")
     request = await h.bot.store.requests.get(card_request_id(card))
-    assert request.status == "pending" and request.approvals == ("U_APPROVER",)
+    assert request.state.status == "pending" and request.state.approvals == ("U_APPROVER",)
     assert h.effects.deploys == []
 
 
@@ -82,7 +85,7 @@ async def test_a_reject_after_one_approval_ends_the_request(h: Harness) -> None:
     await wait_answer(h, "Deployed v2 to staging.")  # the fake model's next reply
     assert h.effects.deploys == []
     request = await h.bot.store.requests.get(card_request_id(card))
-    assert request.status == "rejected" and request.decided_by == "U_MEMBER"
+    assert request.state.status == "rejected" and request.state.decided_by == "U_MEMBER"
     assert "Rejected" in message_text(card_now(h, card))
 
 
@@ -94,9 +97,9 @@ async def test_an_edit_after_one_approval_resets_the_count(h: Harness) -> None:
     await h.sandbox.submit_view("U_MEMBER", view["id"], {"version": "v3"})
     await wait_card(h, card, "✅ <@U_MEMBER>")
     request = await h.bot.store.requests.get(card_request_id(card))
-    assert request.status == "pending"
-    assert request.approvals == ("U_MEMBER",)  # the editor's approval counts as one
-    assert request.edited_arguments["version"] == "v3"
+    assert request.state.status == "pending"
+    assert request.state.approvals == ("U_MEMBER",)  # the editor's approval counts as one
+    assert request.state.edited_arguments["version"] == "v3"
     shown = message_text(card_now(h, card))
     assert "1 of 2 approvals: ✅ <@U_MEMBER>" in shown and "v3" in shown
     assert h.effects.deploys == []
@@ -106,4 +109,7 @@ async def test_an_edit_after_one_approval_resets_the_count(h: Harness) -> None:
     await h.idle()
     assert [d["version"] for d in h.effects.deploys] == ["v3"]
     request = await h.bot.store.requests.get(card_request_id(card))
-    assert request.status == "edited" and set(request.approvals) == {"U_MEMBER", "U_APPROVER"}
+    assert request.state.status == "edited" and set(request.state.approvals) == {
+        "U_MEMBER",
+        "U_APPROVER",
+    }

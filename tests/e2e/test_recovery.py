@@ -162,9 +162,9 @@ async def test_cards_a_process_failed_to_post_are_posted_by_the_sweep(
 
     async def posted_request():  # type: ignore[no-untyped-def]
         request = await h.bot.store.requests.get(failures[0])
-        return request if request is not None and request.message_ts else None
+        return request if request is not None and request.state.message_ts else None
 
     request = await eventually(posted_request, what="the sweep to record where it posted the card")
-    assert request.message_ts == h.cards()[0]["ts"]
+    assert request.state.message_ts == h.cards()[0]["ts"]
     await h.idle()
     assert len(h.cards()) == 1

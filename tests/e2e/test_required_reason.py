@@ -40,14 +40,14 @@ async def test_an_empty_reason_gets_a_field_error_and_a_given_one_reaches_the_to
     assert h.sandbox.view_is_open(view["id"])
     assert h.effects.restarts == []
     request = await h.bot.store.requests.get(card_request_id(card))
-    assert request.status == "pending"
+    assert request.state.status == "pending"
     await h.sandbox.submit_view("U_APPROVER", view["id"], {"reason": "Incident 42: db stuck"})
     await wait_answer(h, "Restarted db.")
     await h.idle()
     assert h.effects.restarts == ["db"]
     assert h.effects.reasons == ["Incident 42: db stuck"]
     request = await h.bot.store.requests.get(card_request_id(card))
-    assert request.status == "approved" and request.reason == "Incident 42: db stuck"
+    assert request.state.status == "approved" and request.state.reason == "Incident 42: db stuck"
     done = h.sandbox.message("C_GENERAL", card["ts"])
     assert "Incident 42: db stuck" in message_text(done) and not has_button(done, "approve")
 
@@ -57,4 +57,4 @@ async def test_the_service_refuses_an_approval_without_a_reason(h: Harness) -> N
     card = await start_restart(h)
     outcome = await h.bot.service.decide(card_request_id(card), actor("U_APPROVER"), "approve")
     assert outcome.kind == "invalid" and "reason" in outcome.errors
-    assert (await h.bot.store.requests.get(card_request_id(card))).status == "pending"
+    assert (await h.bot.store.requests.get(card_request_id(card))).state.status == "pending"

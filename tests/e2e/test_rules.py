@@ -36,7 +36,7 @@ async def test_staging_runs_at_once_while_production_needs_the_group(h: Harness)
     card = h.cards()[0]
     assert "<!subteam^S_APPROVERS>" in message_text(card)
     request = await h.bot.store.requests.get(card_request_id(card))
-    assert request.rule == "production" and request.approvers == ("S_APPROVERS",)
+    assert request.policy.rule == "production" and request.policy.approvers == ("S_APPROVERS",)
     await h.sandbox.click("U_MEMBER", "C_GENERAL", card["ts"], "approve")
     await h.sandbox.wait_for(
         lambda _: "Only <!subteam^S_APPROVERS>" in ephemeral_text(h, "U_MEMBER")
@@ -54,7 +54,7 @@ async def test_an_edit_into_a_stricter_rule_applies_it(h: Harness) -> None:
     await h.sandbox.wait_for(lambda _: len(h.cards()) == 1, timeout=10)
     card = h.cards()[0]
     rid = card_request_id(card)
-    assert (await h.bot.store.requests.get(rid)).min_approvals == 1
+    assert (await h.bot.store.requests.get(rid)).policy.min_approvals == 1
     view = await open_modal(h, "U_MEMBER", card, "edit")
     await h.sandbox.submit_view("U_MEMBER", view["id"], {"environment": "production"})
 
@@ -62,8 +62,8 @@ async def test_an_edit_into_a_stricter_rule_applies_it(h: Harness) -> None:
         lambda _: "1 of 2 approvals" in message_text(h.sandbox.message("C_GENERAL", card["ts"]))
     )
     request = await h.bot.store.requests.get(rid)
-    assert request.status == "pending" and request.rule == "prod"
-    assert request.approvals == ("U_MEMBER",)
+    assert request.state.status == "pending" and request.policy.rule == "prod"
+    assert request.state.approvals == ("U_MEMBER",)
     assert h.effects.deploys == []
     await h.sandbox.click("U_APPROVER", "C_GENERAL", card["ts"], "approve")
     await wait_answer(h, "Scaled.")

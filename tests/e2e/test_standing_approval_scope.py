@@ -51,7 +51,7 @@ async def test_a_call_under_another_rule_gets_a_card(h: Harness) -> None:
     runs = await h.bot.store.runs.list()
     follow = next(r for r in runs if r.status == "waiting_for_human")
     pending = [r for r in await h.bot.store.requests.current(follow.id) if r.pending]
-    assert [(r.rule, r.require_reason, r.approvers) for r in pending] == [
+    assert [(r.policy.rule, r.policy.require_reason, r.policy.approvers) for r in pending] == [
         ("prod", True, ("U_APPROVER2",))
     ]
 

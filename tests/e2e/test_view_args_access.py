@@ -70,7 +70,7 @@ async def test_requester_and_deciders_read_the_arguments_others_are_refused(
     assert h.bot is not None
     request = await h.bot.store.requests.get(card_request_id(card))
     assert request is not None
-    assert await refusals(h, request.run_id) == [
+    assert await refusals(h, request.spec.run_id) == [
         ("U_GUEST", "view_args", "denied"),
         ("U_EXTERNAL", "view_args", "denied"),
     ]
@@ -109,8 +109,8 @@ async def test_a_button_naming_another_cards_request_is_refused_and_audited(
     assert arguments_views(h, "U_APPROVER") == []
     assert h.bot is not None
     request = await h.bot.store.requests.get(first_id)
-    assert request is not None and request.status == "pending"
-    assert await refusals(h, request.run_id) == [
+    assert request is not None and request.state.status == "pending"
+    assert await refusals(h, request.spec.run_id) == [
         ("U_APPROVER", "view_args", "denied"),
         ("U_APPROVER", "approve", "denied"),
         ("U_APPROVER", "edit", "denied"),

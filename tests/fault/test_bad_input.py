@@ -127,7 +127,8 @@ class Live:
         requests = []
         for run in runs:
             requests += [
-                (q.id, q.status, q.decided_by) for q in await store.requests.for_run(run.id)
+                (q.id, q.state.status, q.state.decided_by)
+                for q in await store.requests.for_run(run.id)
             ]
         sb = self.sandbox
         messages = sum(len(sb.thread("C_GENERAL", m["ts"])) for m in sb.messages("C_GENERAL"))

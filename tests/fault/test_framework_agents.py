@@ -68,7 +68,7 @@ async def start(cluster: Cluster, url: str, framework: Framework) -> dict[str, A
         async def card_saved() -> bool:
             runs = await store.runs.list()
             requests = await store.requests.current(runs[0].id) if runs else []
-            return bool(requests) and all(r.message_ts for r in requests)
+            return bool(requests) and all(r.state.message_ts for r in requests)
 
         await eventually(card_saved, timeout=10, what="the card's ts to be saved")
     finally:

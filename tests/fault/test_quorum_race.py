@@ -52,7 +52,7 @@ async def test_approvals_racing_on_two_replicas_continue_the_run_once(
 
         async def one_approval() -> bool:
             request = await store.requests.get(rid)
-            return request is not None and request.approvals == (clicker(0),)
+            return request is not None and request.state.approvals == (clicker(0),)
 
         await eventually(one_approval, timeout=10, what="the first approval to count")
     finals = [clicker(i) for i in range(1 if one_before else 0, 21)]
@@ -69,9 +69,10 @@ async def test_approvals_racing_on_two_replicas_continue_the_run_once(
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=20)
     run_id = await wait_completed(cluster, store)
     request = await store.requests.get(rid)
-    assert request is not None and request.status == "approved"
-    assert request.decided_by in finals
-    assert len(request.approvals) == 2 and request.approvals[-1] == request.decided_by
+    assert request is not None and request.state.status == "approved"
+    assert request.state.decided_by in finals
+    assert len(request.state.approvals) == 2
+    assert request.state.approvals[-1] == request.state.decided_by
     assert len(executions(cluster.effects)) == 1
 
     # losing clicks are audited after their ack, possibly after the run finished: wait for all
@@ -104,8 +105,8 @@ async def test_escalation_fires_once_across_two_replicas(
     await asyncio.sleep(1.0)  # both sweeps ran several times since
     assert thread_text(sb).count("has waited too long") == 1
     request = await store.requests.get(rid)
-    assert request is not None and request.escalated_at is not None
-    trail = await store.audit.trail(request.run_id)
+    assert request is not None and request.state.escalated_at is not None
+    trail = await store.audit.trail(request.spec.run_id)
     assert [e.outcome for e in trail if e.action == "escalate"] == ["escalated"]
     assert sum(r.log().count("event=request_escalated") for r in (a, b)) == 1
     assert_clean(a, b)

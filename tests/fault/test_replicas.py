@@ -123,8 +123,8 @@ async def test_100_concurrent_approves_over_two_replicas_run_the_tool_once(
     assert [status for status, _ in answers] == [200] * 100, answers
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=20)
     request = await store.requests.get(rid)
-    assert request is not None and request.status == "approved"
-    winner = request.decided_by
+    assert request is not None and request.state.status == "approved"
+    winner = request.state.decided_by
     assert winner in users
     losers = [u for u in users if u != winner]
     await sb.wait_for(lambda _: all(ephemeral_texts(sb, u) for u in losers), timeout=20)
@@ -176,19 +176,19 @@ async def test_50_approves_race_50_rejects_one_outcome(cluster: Cluster, store: 
     assert [status for status, _ in answers] == [200] * 100, answers
     run_id = await wait_completed(cluster, store)
     request = await store.requests.get(rid)
-    assert request is not None and request.status in ("approved", "rejected")
-    winner = request.decided_by
+    assert request is not None and request.state.status in ("approved", "rejected")
+    winner = request.state.decided_by
     effects = executions(cluster.effects)
-    if request.status == "approved":
+    if request.state.status == "approved":
         assert winner in approvers
         assert len(effects) == 1, effects
     else:
         assert winner in rejecters
-        assert request.reason == f"not now ({winner})"
+        assert request.state.reason == f"not now ({winner})"
         assert effects == []
     # Every loser is told who won: an ephemeral, or (a modal submission answered after the
     # decision) an error shown in the modal itself.
-    told = f"already {request.status} by <@{winner}>"
+    told = f"already {request.state.status} by <@{winner}>"
     modal_errors = {
         rejecter: modal_error_text(text)
         for rejecter, (_, text) in zip(rejecters, answers[1::2], strict=True)
@@ -269,7 +269,7 @@ async def test_sigkill_between_decision_and_continuation(cluster: Cluster, store
     assert await wait_exit(a) == -9
     assert "event=fault_injected" in a.log()
     request = await store.requests.get(rid)
-    assert request is not None and request.status == "approved"  # recorded before A died
+    assert request is not None and request.state.status == "approved"  # recorded before A died
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=20)
     await wait_completed(cluster, store)
     effects = executions(cluster.effects)

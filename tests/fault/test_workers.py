@@ -65,8 +65,8 @@ async def test_a_click_on_a_front_is_driven_by_a_worker_process_within_200ms(
     assert [e["pid"] for e in effects] == [worker.proc.pid]  # the worker ran it, not the front
     await sb.wait_for(lambda _: ANSWER in thread_text(sb), timeout=10)
     decided = await store.requests.get(request_id(card))
-    assert decided is not None and decided.decided_at is not None
-    handed_over = effects[0]["at"] - decided.decided_at.timestamp()
+    assert decided is not None and decided.state.decided_at is not None
+    handed_over = effects[0]["at"] - decided.state.decided_at.timestamp()
     assert 0 <= handed_over < 0.2, f"decision to tool body took {handed_over * 1000:.0f} ms"
     print(
         f"decision to tool body {handed_over * 1000:.0f} ms; click to it {end_to_end * 1000:.0f} ms"
@@ -147,7 +147,7 @@ async def test_sigterm_on_a_worker_hands_its_waiting_runs_to_another_none_interr
 
     await eventually(all_waiting, timeout=10, what="every run waiting for its approval")
     for run in await store.runs.list(limit=100):
-        assert [r.interrupted for r in await store.requests.for_run(run.id)] == [False]
+        assert [r.state.interrupted for r in await store.requests.for_run(run.id)] == [False]
     assert not any("interrupted" in message_text(m).lower() for m in all_cards(sb))
     assert "event=run_handed_back" in first.log()
     assert exited_after < grace + 5, exited_after
@@ -183,6 +183,6 @@ async def test_sigkill_of_a_worker_awaiting_its_model_is_continued_once_elsewher
     assert len(all_cards(sb)) == 1  # one card
     runs = await store.runs.list()
     assert [r.status for r in runs] == ["waiting_for_human"]
-    assert [r.interrupted for r in await store.requests.for_run(runs[0].id)] == [False]
+    assert [r.state.interrupted for r in await store.requests.for_run(runs[0].id)] == [False]
     assert executions(cluster.effects) == []
     assert_clean(front, second)

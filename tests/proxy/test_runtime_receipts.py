@@ -51,7 +51,7 @@ async def test_a_call_altered_after_its_decision_does_not_run(
                     {"v": changed, "id": request_id},
                 )
             elif altered == "saved call":
-                run_id = (await store.requests.get(request_id)).run_id  # type: ignore[union-attr]
+                run_id = (await store.requests.get(request_id)).spec.run_id  # type: ignore[union-attr]
                 row = (
                     await conn.execute(
                         sa.text("SELECT state FROM runs WHERE id = :id"), {"id": run_id}
@@ -74,7 +74,7 @@ async def test_a_call_altered_after_its_decision_does_not_run(
     assert h.effects.deploys == []  # the body never ran
     told = json.dumps(h.model.requests[-1])
     assert "changed after it was approved" in told and ALTERED_REASON[:40] in told
-    run_id = (await h.bot.store.requests.get(request_id)).run_id  # type: ignore[union-attr]
+    run_id = (await h.bot.store.requests.get(request_id)).spec.run_id  # type: ignore[union-attr]
     trail = await h.bot.store.audit.trail(run_id)
     refused = [e for e in trail if e.action == "receipt_mismatch"]
     assert len(refused) == 1 and refused[0].request_id == request_id

@@ -35,9 +35,9 @@ async def test_imitations_are_data_and_sweeps_go_on(harness: Harness) -> None:
         assert (await client.get(f"/v1/requests/{first}")).status_code == 200
     assert h.bot is not None
     stored = await h.bot.store.requests.get(first)
-    assert stored is not None and stored.arguments == fake_json
+    assert stored is not None and stored.spec.arguments == fake_json
     cancelled = await h.bot.store.requests.get(second)
-    assert cancelled is not None and cancelled.reason == "sayso-enc:v1:z"
+    assert cancelled is not None and cancelled.state.reason == "sayso-enc:v1:z"
     # the sweeper still expires requests
     r = await create(h, token, tool="deploy", expires_in=0.5)
     third = r.json()["id"]

@@ -52,10 +52,10 @@ async def test_a_caller_may_narrow_the_keys_approvers_never_widen_them(harness: 
     assert r.status_code == 422 and "U_MEMBER" in error_of(r)["message"]
     r = await create(h, token, tool="deploy")  # none named: the key's
     assert r.status_code == 201, r.text
-    assert sorted((await _stored(h, r.json()["id"])).approvers) == ["S_SRE", "U_APPROVER"]
+    assert sorted((await _stored(h, r.json()["id"])).policy.approvers) == ["S_SRE", "U_APPROVER"]
     r = await create(h, token, tool="deploy", approvers=["U_APPROVER"])  # a subset
     assert r.status_code == 201, r.text
-    assert list((await _stored(h, r.json()["id"])).approvers) == ["U_APPROVER"]
+    assert list((await _stored(h, r.json()["id"])).policy.approvers) == ["U_APPROVER"]
 
 
 async def test_quorum_self_approval_and_expiry_only_tighten(harness: Harness) -> None:
@@ -73,13 +73,13 @@ async def test_quorum_self_approval_and_expiry_only_tighten(harness: Harness) ->
     r = await create(h, token, tool="deploy", requested_by="U_REQUESTER")
     assert r.status_code == 201, r.text
     request = await _stored(h, r.json()["id"])
-    assert request.min_approvals == 2 and request.allow_self_approval is False
-    assert 590 <= request.expires_at.timestamp() - before <= 610
+    assert request.policy.min_approvals == 2 and request.policy.allow_self_approval is False
+    assert 590 <= request.policy.expires_at.timestamp() - before <= 610
     r = await create(h, token, tool="deploy", min_approvals=3, expires_in=60)  # tighter: fine
     assert r.status_code == 201, r.text
     request = await _stored(h, r.json()["id"])
-    assert request.min_approvals == 3
-    assert request.expires_at.timestamp() - before <= 70
+    assert request.policy.min_approvals == 3
+    assert request.policy.expires_at.timestamp() - before <= 70
 
 
 async def test_requested_by_never_approves_and_the_key_can_forbid_it(harness: Harness) -> None:
@@ -90,13 +90,13 @@ async def test_requested_by_never_approves_and_the_key_can_forbid_it(harness: Ha
     message_ts = r.json()["message_ts"]
     await h.sandbox.click("U_REQUESTER", "C_GENERAL", message_ts, "approve")
     await h.idle()
-    assert (await _stored(h, r.json()["id"])).status == "pending"  # the requester may not
+    assert (await _stored(h, r.json()["id"])).state.status == "pending"  # the requester may not
     await h.sandbox.click("U_APPROVER", "C_GENERAL", message_ts, "approve")
     for _ in range(100):
-        if (await _stored(h, r.json()["id"])).status == "approved":
+        if (await _stored(h, r.json()["id"])).state.status == "approved":
             break
         await asyncio.sleep(0.05)
-    assert (await _stored(h, r.json()["id"])).status == "approved"
+    assert (await _stored(h, r.json()["id"])).state.status == "approved"
 
 
 async def test_a_key_without_channels_posts_only_in_the_default_channel(harness: Harness) -> None:
@@ -150,18 +150,18 @@ async def test_the_policy_file_matches_api_requests_by_key_tool_and_arguments(
     r = await create(h, token, tool="deploy", arguments={"environment": "production"})
     assert r.status_code == 201, r.text
     request = await _stored(h, r.json()["id"])
-    assert request.rule == "production" and request.min_approvals == 2
-    assert request.require_reason and not request.allow_self_approval
-    assert sorted(request.approvers) == ["U_APPROVER", "U_MEMBER"]
+    assert request.policy.rule == "production" and request.policy.min_approvals == 2
+    assert request.policy.require_reason and not request.policy.allow_self_approval
+    assert sorted(request.policy.approvers) == ["U_APPROVER", "U_MEMBER"]
     r = await create(h, token, tool="deploy", arguments={"environment": "staging"})
     request = await _stored(h, r.json()["id"])
-    assert request.rule is None and request.min_approvals == 1
+    assert request.policy.rule is None and request.policy.min_approvals == 1
     r = await create(h, token, tool="deploy", min_approvals=1, arguments={"environment": "prod"})
     assert r.status_code == 422 and "min_approvals" in error_of(r)["message"]
     other = await _key(h, "other")  # any key, any tool: the five minutes
     r = await create(h, other, tool="restart")
     request = await _stored(h, r.json()["id"])
-    assert request.rule is None and request.expires_at.timestamp() - before <= 310
+    assert request.policy.rule is None and request.policy.expires_at.timestamp() - before <= 310
     r = await create(h, other, tool="restart", expires_in=3600)
     assert r.status_code == 422 and "expires_in" in error_of(r)["message"]
 

@@ -26,11 +26,11 @@ async def test_records_hold_vocabulary_values(store: Store) -> None:
     assert run is not None
     assert run.status in get_args(RunStatus) and run.pause_kind in get_args(PauseKind)
     first, second = await store.requests.for_run("r1")
-    assert {first.kind, second.kind} <= set(get_args(RequestKind))
+    assert {first.spec.kind, second.spec.kind} <= set(get_args(RequestKind))
     await store.requests.decide(first.id, actor="U2", status="approved")
     first, second = await store.requests.for_run("r1")
-    assert (first.status, second.status) == ("approved", "pending")
-    assert {first.status, second.status} <= set(get_args(RequestStatus))
+    assert (first.state.status, second.state.status) == ("approved", "pending")
+    assert {first.state.status, second.state.status} <= set(get_args(RequestStatus))
 
 
 async def test_deciding_with_a_status_that_is_no_outcome_is_refused(store: Store) -> None:
@@ -54,7 +54,7 @@ async def test_an_edit_reason_is_kept_on_the_request_and_in_the_audit(store: Sto
         reason='prod is "ready"',
     )
     (decided,) = await store.requests.for_run("r1")
-    assert (decided.status, decided.reason) == ("edited", 'prod is "ready"')
+    assert (decided.state.status, decided.state.reason) == ("edited", 'prod is "ready"')
     (event,) = await store.audit.trail("r1")
     assert event.outcome == "won"
     assert event.detail == 'wanted=edited reason="prod is \\"ready\\""'

@@ -28,10 +28,10 @@ async def test_audit_trail_records_winners_losers_and_denials(store: Store) -> N
         actor="U_GUEST",
         action="decide",
         run_id="r1",
-        call_id=r.call_id,
+        call_id=r.spec.call_id,
         request_id=r.id,
-        tool_name=r.tool_name,
-        arguments=r.arguments,
+        tool_name=r.spec.tool_name,
+        arguments=r.spec.arguments,
         outcome="denied",
         detail="guests may not decide",
     )
@@ -156,8 +156,8 @@ async def test_inbox_stays_fast_with_100000_requests(store: Store) -> None:
     assert total_any == min(everyone, 1000)  # counted up to the inbox's limit ("1,000+")
     _, exact = await store.requests.pending_for("U40", count_limit=10**6)
     assert exact == everyone
-    assert page and all(r.approvers == ("U40",) for r in page)
-    assert len(page_any) == 50 and page_any[0].created_at >= page_any[-1].created_at
+    assert page and all(r.policy.approvers == ("U40",) for r in page)
+    assert len(page_any) == 50 and page_any[0].spec.created_at >= page_any[-1].spec.created_at
     print(f"inbox at 100k: own={mine:.4f}s with anyone={anyone:.4f}s")
     assert mine < 1.0 and anyone < 1.0, (mine, anyone)
 

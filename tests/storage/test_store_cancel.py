@@ -14,8 +14,10 @@ async def test_cancel_closes_pending_requests_and_is_audited_once(store: Store) 
     await paused_run(store, "r1", calls=("a", "b"))
     done = await store.runs.cancel("r1", actor="U_OPS")
     assert done.cancelled and done.run is not None and done.run.status == "cancelled"
-    assert sorted(r.call_id for r in done.requests) == ["a", "b"]
-    assert all(r.status == "cancelled" and r.decided_by == "U_OPS" for r in done.requests)
+    assert sorted(r.spec.call_id for r in done.requests) == ["a", "b"]
+    assert all(
+        r.state.status == "cancelled" and r.state.decided_by == "U_OPS" for r in done.requests
+    )
     assert done.run.result is not None and done.run.result.run.status == "cancelled"
     again = await store.runs.cancel("r1", actor="U_OTHER")
     assert not again.cancelled and again.run is not None and again.run.status == "cancelled"

@@ -29,10 +29,13 @@ async def test_fifty_replicas_deciding_one_request_have_exactly_one_winner(
     )
     winners = [o for o in outcomes if o.won]
     assert len(winners) == 1
-    winner = winners[0].request.decided_by
+    winner = winners[0].request.state.decided_by
     losers = [o for o in outcomes if not o.won]
     assert len(losers) == 49
-    assert all(o.request.status == "approved" and o.request.decided_by == winner for o in losers)
+    assert all(
+        o.request.state.status == "approved" and o.request.state.decided_by == winner
+        for o in losers
+    )
     assert winners[0].run_ready and not any(o.run_ready for o in losers)
     trail = await replicas[0].audit.trail("r1")
     decides = [e for e in trail if e.action == "decide"]
@@ -56,11 +59,11 @@ async def test_approvals_racing_rejections_end_in_one_state(make_store: StoreFac
     outcomes = await asyncio.gather(*attempts)
     (winner,) = [o for o in outcomes if o.won]
     final = await replicas[0].requests.get(request.id)
-    assert final.status == winner.request.status
-    assert final.decided_by == winner.request.decided_by
-    assert all(o.request.status == final.status for o in outcomes)
-    if final.status == "rejected":
-        assert final.reason == "not today"
+    assert final.state.status == winner.request.state.status
+    assert final.state.decided_by == winner.request.state.decided_by
+    assert all(o.request.state.status == final.state.status for o in outcomes)
+    if final.state.status == "rejected":
+        assert final.state.reason == "not today"
 
 
 async def test_a_decision_racing_the_deadline_is_either_decided_or_expired(
@@ -91,11 +94,14 @@ async def test_a_decision_racing_the_deadline_is_either_decided_or_expired(
         assert len(won) + len(expiries) == 1, final
         assert len(expired_by_sweep) <= len(expiries)
         if won:
-            assert final.status == "approved" and final.decided_at < final.expires_at
-            assert final.decided_by == won[0].request.decided_by
-            assert all(o.request.status == "approved" for o in decisions)
+            assert (
+                final.state.status == "approved"
+                and final.state.decided_at < final.policy.expires_at
+            )
+            assert final.state.decided_by == won[0].request.state.decided_by
+            assert all(o.request.state.status == "approved" for o in decisions)
         else:
-            assert final.status == "expired" and final.decided_by == "system"
+            assert final.state.status == "expired" and final.state.decided_by == "system"
             assert all(o.expired and not o.won for o in decisions)
 
 

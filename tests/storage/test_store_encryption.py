@@ -75,9 +75,9 @@ async def _raw_rows(store: Store) -> str:
 async def _check_readable(store: Store, request_id: str) -> None:
     request = await store.requests.get(request_id)
     assert request is not None
-    assert request.arguments == {"token": SECRET_ARG}
-    assert request.edited_arguments == {"token": SECRET_EDIT}
-    assert request.reason == SECRET_REASON
+    assert request.spec.arguments == {"token": SECRET_ARG}
+    assert request.state.edited_arguments == {"token": SECRET_EDIT}
+    assert request.state.reason == SECRET_REASON
     result = await store.runs.load_result("r1")
     assert result is not None and result.run.messages[0].content == SECRET_TEXT
 
@@ -223,7 +223,7 @@ async def test_api_titles_and_context_are_encrypted(make_store: StoreFactory) ->
     raw = await _raw_rows(store)
     assert title not in raw and said not in raw
     request = await store.requests.get(request_id)
-    assert request is not None and request.api_spec is not None
-    assert request.api_spec["context"] == {"conversation": said}
-    run = await store.runs.get(request.run_id)
+    assert request is not None and request.spec.api_spec is not None
+    assert request.spec.api_spec["context"] == {"conversation": said}
+    run = await store.runs.get(request.spec.run_id)
     assert run is not None and run.request_text == title

@@ -110,7 +110,7 @@ async def test_upgrade_from_the_first_release_keeps_paused_runs(make_store: Stor
     await s.upgrade()
     assert await _head(s) == HEAD
     await paused_run(s, "run1")
-    assert [r.reminded_at for r in await s.requests.current("run1")] == [None]
+    assert [r.state.reminded_at for r in await s.requests.current("run1")] == [None]
 
 
 async def test_an_older_release_starts_on_a_schema_a_newer_one_migrated(

@@ -21,7 +21,7 @@ async def test_due_reminders_are_claimed_exactly_once(store: Store, make_store) 
     )
     ids = [req.id for batch in claimed for req in batch]
     assert len(ids) == 2 and len(set(ids)) == 2
-    assert all(req.reminded_at is not None for batch in claimed for req in batch)
+    assert all(req.state.reminded_at is not None for batch in claimed for req in batch)
     assert await store.requests.due_reminders(later, later) == []  # never twice
 
 

@@ -38,22 +38,27 @@ async def test_a_pause_makes_one_pending_request_per_call(store: Store) -> None:
     assert run.status == "waiting_for_human" and run.pause_kind == "tool_approval"
     assert run.lease_owner is None  # a paused run is nobody's
     reqs = await store.requests.for_run("r1")
-    assert [r.call_id for r in reqs] == ["c1", "c2"]
+    assert [r.spec.call_id for r in reqs] == ["c1", "c2"]
     r = reqs[0]
-    assert (r.status, r.kind, r.tool_name, r.arguments) == (
+    assert (r.state.status, r.spec.kind, r.spec.tool_name, r.spec.arguments) == (
         "pending",
         "approval",
         "deploy",
         {"env": "staging"},
     )
-    assert r.approvers == ("S_OPS", "U2") and not r.anyone
-    assert (r.requester, r.channel_id, r.step, r.interrupted) == ("U_REQ", "C1", 1, False)
-    assert r.expires_at > utcnow() and len(r.id) == 32
+    assert r.policy.approvers == ("S_OPS", "U2") and not r.policy.anyone
+    assert (r.spec.requester, r.state.channel_id, r.spec.step, r.state.interrupted) == (
+        "U_REQ",
+        "C1",
+        1,
+        False,
+    )
+    assert r.policy.expires_at > utcnow() and len(r.id) == 32
     assert await store.requests.get(r.id) == r
     assert await store.requests.current("r1") == reqs
     assert await store.requests.for_run("r1", step=2) == []
     await store.requests.set_message(r.id, "C1", "1700000000.000300")
-    assert (await store.requests.get(r.id)).message_ts == "1700000000.000300"
+    assert (await store.requests.get(r.id)).state.message_ts == "1700000000.000300"
 
 
 async def test_saving_the_same_pause_again_adds_no_requests(store: Store) -> None:
@@ -71,7 +76,7 @@ async def test_saving_the_same_pause_again_adds_no_requests(store: Store) -> Non
     again = await store.runs.claim("r1")
     await store.runs.accessor(again, policy()).save(_paused("r1", pending))
     reqs = await store.requests.for_run("r1")
-    assert len(reqs) == 1 and reqs[0].anyone and reqs[0].approvers == ()
+    assert len(reqs) == 1 and reqs[0].policy.anyone and reqs[0].policy.approvers == ()
 
 
 async def test_review_pause_and_manual_calls(store: Store) -> None:
@@ -100,10 +105,10 @@ async def test_review_pause_and_manual_calls(store: Store) -> None:
     await store.runs.accessor(lease, pol).save(review)
     assert seen == [None]
     (r,) = await store.requests.for_run("r1")
-    assert (r.kind, r.call_id, r.tool_name) == ("review", "review:3", "human_review")
-    assert r.arguments == {"reason": "check the plan", "payload": {"n": 1}}
+    assert (r.spec.kind, r.spec.call_id, r.spec.tool_name) == ("review", "review:3", "human_review")
+    assert r.spec.arguments == {"reason": "check the plan", "payload": {"n": 1}}
     out = await store.requests.decide(r.id, actor="U9", status="answered", output="looks good")
-    assert out.won and out.run_ready and out.request.output == "looks good"
+    assert out.won and out.run_ready and out.request.state.output == "looks good"
 
 
 async def test_interrupted_call_paused_again_gets_a_fresh_request(store: Store) -> None:
@@ -123,11 +128,11 @@ async def test_interrupted_call_paused_again_gets_a_fresh_request(store: Store) 
     ]
     await accessor.save(_paused("r1", again, seq=2))  # (recovery, here by the same holder)
     reqs = await store.requests.for_run("r1")
-    assert [(r.call_id, r.status, r.interrupted) for r in reqs] == [
+    assert [(r.spec.call_id, r.state.status, r.state.interrupted) for r in reqs] == [
         ("c1", "approved", False),
         ("c1", "pending", True),
     ]
-    assert reqs[1].pause_seq == reqs[0].pause_seq + 1
+    assert reqs[1].spec.pause_seq == reqs[0].spec.pause_seq + 1
     assert [r.id for r in await store.requests.current("r1")] == [reqs[1].id]
     assert "r1" not in await store.runs.ready()
 
@@ -138,7 +143,7 @@ async def test_ending_a_run_cancels_its_pending_requests(store: Store) -> None:
     result = await store.runs.load_result("r1")
     result.run.status, result.run.pause = "cancelled", None
     await store.runs.accessor(lease, policy()).save(result)
-    assert {r.status for r in await store.requests.for_run("r1")} == {"cancelled"}
+    assert {r.state.status for r in await store.requests.for_run("r1")} == {"cancelled"}
     assert (await store.runs.get("r1")).status == "cancelled"
     assert await store.requests.pending_for("U2") == ([], 0)
 
@@ -150,12 +155,15 @@ async def test_decide_records_the_decision_once(store: Store) -> None:
         r.id, actor="U2", status="edited", edited_arguments={"env": "prod"}, reason="bigger"
     )
     assert won.won and won.run_ready and not won.expired
-    assert (won.request.status, won.request.decided_by) == ("edited", "U2")
-    assert won.request.edited_arguments == {"env": "prod"} and won.request.reason == "bigger"
-    assert won.request.decided_at is not None
+    assert (won.request.state.status, won.request.state.decided_by) == ("edited", "U2")
+    assert (
+        won.request.state.edited_arguments == {"env": "prod"}
+        and won.request.state.reason == "bigger"
+    )
+    assert won.request.state.decided_at is not None
     lost = await store.requests.decide(r.id, actor="U3", status="rejected")
     assert not lost.won and not lost.expired and not lost.run_ready
-    assert (lost.request.status, lost.request.decided_by) == ("edited", "U2")
+    assert (lost.request.state.status, lost.request.state.decided_by) == ("edited", "U2")
     missing = await store.requests.decide("nope", actor="U3", status="approved")
     assert not missing.won and missing.request is None and not missing.found
 
@@ -166,7 +174,7 @@ async def test_decide_after_the_deadline_expires_the_request(store: Store) -> No
     late = utcnow() + timedelta(minutes=2)
     out = await store.requests.decide(r.id, actor="U2", status="approved", now=late)
     assert not out.won and out.expired and out.run_ready
-    assert (out.request.status, out.request.decided_by) == ("expired", "system")
+    assert (out.request.state.status, out.request.state.decided_by) == ("expired", "system")
     again = await store.requests.decide(r.id, actor="U3", status="approved")
     assert not again.won and again.expired
 
@@ -177,8 +185,8 @@ async def test_expire_due_returns_only_what_it_expired(store: Store) -> None:
     assert await store.requests.expire_due() == []
     at = utcnow() + timedelta(minutes=2)
     expired = await store.requests.expire_due(now=at)
-    assert sorted(r.call_id for r in expired) == ["a", "b"]
-    assert all(r.status == "expired" and r.decided_by == "system" for r in expired)
+    assert sorted(r.spec.call_id for r in expired) == ["a", "b"]
+    assert all(r.state.status == "expired" and r.state.decided_by == "system" for r in expired)
     assert await store.requests.expire_due(now=at) == []
     assert await store.runs.ready(now=at) == ["soon"]
     assert len(await store.requests.expire_due(now=utcnow() + timedelta(hours=2), limit=10)) == 1
@@ -193,7 +201,7 @@ async def test_pending_for_matches_people_groups_and_anyone(store: Store) -> Non
     await paused_run(store, "expired", approvers=["U2"], minutes=-1)
 
     def ids(page):
-        return [r.run_id for r in page[0]], page[1]
+        return [r.spec.run_id for r in page[0]], page[1]
 
     assert ids(await store.requests.pending_for("U2")) == (["no_self", "anyone", "for_u2"], 3)
     assert ids(await store.requests.pending_for("U2", ["S_OPS"], include_anyone=False)) == (
@@ -215,8 +223,8 @@ async def test_pending_for_keeps_each_request_once(store: Store) -> None:
     assert (
         total == 1
         and len(page) == 1
-        and page[0].anyone
-        and page[0].approvers == ("S_A", "S_B", "U2")
+        and page[0].policy.anyone
+        and page[0].policy.approvers == ("S_A", "S_B", "U2")
     )
 
 

@@ -59,12 +59,12 @@ async def test_paused_run_continues_by_id_after_a_restart(make_store: StoreFacto
         None,
     )
     (request,) = await first.requests.for_run("run-1")
-    assert (request.call_id, request.tool_name, request.arguments) == (
+    assert (request.spec.call_id, request.spec.tool_name, request.spec.arguments) == (
         pending.call.id,
         "deploy",
         {"env": "staging"},
     )
-    assert request.approvers == ("U_OPS",) and request.requester == "U_REQ"
+    assert request.policy.approvers == ("U_OPS",) and request.spec.requester == "U_REQ"
     outcome = await first.requests.decide(request.id, actor="U_OPS", status="approved")
     assert outcome.won and outcome.run_ready
     await first.close()
@@ -76,9 +76,9 @@ async def test_paused_run_continues_by_id_after_a_restart(make_store: StoreFacto
     lease2 = await second.runs.claim("run-1")
     assert lease2 is not None
     decisions = [
-        AgentToolDecision(r.call_id, decided_by=r.decided_by)
+        AgentToolDecision(r.spec.call_id, decided_by=r.state.decided_by)
         for r in await second.requests.current("run-1")
-        if r.status == "approved"
+        if r.state.status == "approved"
     ]
     done = await make_agent().continue_run(
         run_id="run-1", state=second.runs.accessor(lease2, policy()), approvals=decisions
@@ -109,7 +109,7 @@ async def test_the_old_holder_cannot_continue_a_run_taken_over(make_store: Store
         await conn.execute(text("UPDATE runs SET lease_expires_at = created_at"))
     lease_b = await b.runs.claim("run-1")
     assert lease_b is not None
-    approvals = [AgentToolDecision(request.call_id)]
+    approvals = [AgentToolDecision(request.spec.call_id)]
     with pytest.raises(LeaseLostError):  # A's first save, before the tool body, is refused
         await make_agent().continue_run(
             run_id="run-1", state=a.runs.accessor(lease_a, policy()), approvals=approvals
@@ -146,7 +146,7 @@ async def test_human_review_pause_round_trip(tmp_path: Path) -> None:
     paused = await agent.run("answer", run_id="rv", state=s.runs.accessor(lease, policy()))
     assert paused.run.pause.kind == "human_review"
     (r,) = await s.requests.current("rv")
-    assert r.kind == "review" and r.arguments == {
+    assert r.spec.kind == "review" and r.spec.arguments == {
         "reason": "Is this answer right?",
         "payload": {"draft": 1},
     }
@@ -157,7 +157,7 @@ async def test_human_review_pause_round_trip(tmp_path: Path) -> None:
     s = Store(url)
     lease = await s.runs.claim("rv")
     done = await agent.continue_run(
-        run_id="rv", state=s.runs.accessor(lease, policy()), human_input=out.request.output
+        run_id="rv", state=s.runs.accessor(lease, policy()), human_input=out.request.state.output
     )
     assert done.run.status == "completed" and done.output == "final answer"
     assert (await s.runs.get("rv")).status == "completed"

@@ -152,11 +152,11 @@ def apply_rule(base: EffectivePolicy, index: int, rule: Rule) -> EffectivePolicy
 
 def stricter(new: EffectivePolicy, old: ApprovalRequestRecord) -> bool:
     """Does `new` ask more than the policy stored with `old`? (An edit then applies it.)"""
-    if new.rule == old.rule:
+    if new.rule == old.policy.rule:
         return False
     return (
-        new.min_approvals > old.min_approvals
-        or (new.require_reason and not old.require_reason)
-        or (old.allow_self_approval and not new.allow_self_approval)
-        or (bool(new.approvers) and set(new.approvers) != set(old.approvers))
+        new.min_approvals > old.policy.min_approvals
+        or (new.require_reason and not old.policy.require_reason)
+        or (old.policy.allow_self_approval and not new.allow_self_approval)
+        or (bool(new.approvers) and set(new.approvers) != set(old.policy.approvers))
     )

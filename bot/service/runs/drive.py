@@ -189,7 +189,7 @@ class RunDriver:
 
             return again, False, run
         if status == "waiting_for_human" and result.run.pause is not None:
-            if not requests or any(r.status == "pending" for r in requests):
+            if not requests or any(r.state.status == "pending" for r in requests):
                 return None, False, None
             kwargs = decisions_from(await refuse_altered(self.store, result, requests))
 

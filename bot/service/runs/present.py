@@ -73,7 +73,7 @@ class RunPresenter:
         if run is None:
             return
         for request in await self.store.requests.current(run_id):
-            if request.message_ts is not None or request.status != "pending":
+            if request.state.message_ts is not None or request.state.status != "pending":
                 continue
             if await self.under_standing(run, request):
                 continue

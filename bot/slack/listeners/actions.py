@@ -51,7 +51,7 @@ async def on_approve(
     """Approve: decided at once (a confirm dialog, if the tool asks for one, came first)."""
     service = service_of(context)
     request = click.request
-    if request is not None and request.require_reason and request.status == "pending":
+    if request is not None and request.policy.require_reason and request.state.status == "pending":
         await _open_form(click, body, action, client, service)  # a reason first, in a modal
         return
     decision = BUTTON_DECISION[ActionId.APPROVE]
@@ -105,7 +105,7 @@ async def _open_form(
         return
     request, run = found
     card = card_info(request, run, service.agents)
-    if request.current_arguments is not request.arguments and card.edited_arguments:
+    if request.current_arguments is not request.spec.arguments and card.edited_arguments:
         card = replace(card, arguments=dict(card.edited_arguments))  # edit an edit (masked)
     action_id = ActionId(action["action_id"])
     form = REASON_FORM if action_id is ActionId.APPROVE else FORMS[action_id]

@@ -57,11 +57,11 @@ def foreign(body: dict[str, Any], request: ApprovalRequestRecord | None) -> bool
     """A click on one card naming another card's request (Slack never sends that: the value
     is ours). Clicks from App Home (a view) may name any request."""
     container = body.get("container") or {}
-    if request is None or request.message_ts is None or container.get("type") != "message":
+    if request is None or request.state.message_ts is None or container.get("type") != "message":
         return False
     return (container.get("message_ts"), container.get("channel_id")) != (
-        request.message_ts,
-        request.channel_id,
+        request.state.message_ts,
+        request.state.channel_id,
     )
 
 

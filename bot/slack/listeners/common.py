@@ -113,7 +113,7 @@ async def tell_actor(
     `request`'s run (App Home clicks, modal submissions), else in a DM."""
     channel, thread = where(body)
     if channel is None and request is not None:
-        channel = request.channel_id
+        channel = request.state.channel_id
         run = await service.run_of(request)
         thread = run.thread_ts if run else None
     await tell(client, actor_from(body).user_id, text, channel, thread)
