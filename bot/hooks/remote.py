@@ -57,7 +57,7 @@ _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
 @dataclass(frozen=True)
-class Outcome:
+class HookVerdict:
     decision: Decision
     reason: str
     updated_input: dict[str, Any] | None = None
@@ -118,11 +118,11 @@ def ask_sayso(
     section: ServerPolicy,
     *,
     timeout: float,
-) -> Outcome:
+) -> HookVerdict:
     try:
         return asyncio.run(_ask(payload, arguments, verdict, section, timeout))
     except Exception as exc:
-        return Outcome("ask", f"sayso could not be asked ({type(exc).__name__}: {exc})")
+        return HookVerdict("ask", f"sayso could not be asked ({type(exc).__name__}: {exc})")
 
 
 def _settings() -> tuple[str, str]:
@@ -141,7 +141,7 @@ async def _ask(
     verdict: Verdict,
     section: ServerPolicy,
     timeout: float,  # noqa: ASYNC109 - the hook's whole wait, cancelling the request after
-) -> Outcome:
+) -> HookVerdict:
     from bot.client import AsyncSaysoClient, SaysoAPIError
 
     url, key = _settings()
@@ -157,27 +157,29 @@ async def _ask(
             left = deadline - time.monotonic()
             if left <= 0:
                 await client.cancel(created.id, STOPPED_WAITING)
-                return Outcome("timeout", f"No decision in sayso within {int(timeout)} s.")
+                return HookVerdict("timeout", f"No decision in sayso within {int(timeout)} s.")
             state = await client.get(created.id, wait=min(60.0, max(1.0, left)))
     except SaysoAPIError as exc:
-        return Outcome("ask", f"sayso refused the request ({exc.code}: {exc.message})")
+        return HookVerdict("ask", f"sayso refused the request ({exc.code}: {exc.message})")
     except Exception as exc:
-        return Outcome("ask", f"sayso at {url} is unreachable ({type(exc).__name__}: {exc})")
+        return HookVerdict("ask", f"sayso at {url} is unreachable ({type(exc).__name__}: {exc})")
     decision = state.decision
     who = decision.decided_by if decision and decision.decided_by else "someone"
     if state.status == "rejected":
         reason = decision.reason if decision and decision.reason else "no reason given"
-        return Outcome("deny", f"Rejected in Slack by {who}: {reason}")
+        return HookVerdict("deny", f"Rejected in Slack by {who}: {reason}")
     if state.status != "approved" or decision is None:
-        return Outcome("timeout", f"The sayso request {state.status} (session {session}, {cwd}).")
+        return HookVerdict(
+            "timeout", f"The sayso request {state.status} (session {session}, {cwd})."
+        )
     final = dict(decision.arguments or arguments)
     refused = await _receipt_refused(client, state, tool, final)
     if refused:
-        return Outcome("ask", f"sayso's receipt is refused ({refused}): asking in the terminal")
+        return HookVerdict("ask", f"sayso's receipt is refused ({refused}): asking in the terminal")
     receipt = f" (receipt {state.id})" if state.receipt else ""
     if decision.type == "edit" or final != arguments:
-        return Outcome("allow", f"Approved with edits in Slack by {who}{receipt}", final)
-    return Outcome("allow", f"Approved in Slack by {who}{receipt}")
+        return HookVerdict("allow", f"Approved with edits in Slack by {who}{receipt}", final)
+    return HookVerdict("allow", f"Approved in Slack by {who}{receipt}")
 
 
 def _request(

@@ -37,7 +37,7 @@ MAYBE_DONE = {"internal_error", "fatal_error"}  # Slack: "some aspect may have s
 TRANSIENT = {"request_timeout", "service_unavailable", "ratelimited", "team_added_to_org"}
 
 
-class Outcome(Exception):
+class CallFailure(Exception):
     """A failed call: `kind` is ratelimited | down | transient | unsure | permanent."""
 
     def __init__(
@@ -50,21 +50,21 @@ class Outcome(Exception):
         self.retry_after = retry_after
 
 
-def classify(exc: BaseException, method: str) -> Outcome:
+def classify(exc: BaseException, method: str) -> CallFailure:
     if isinstance(exc, SlackApiError):
         return _api_error(exc)
     if isinstance(exc, aiohttp.ClientConnectorError):  # refused, DNS, unreachable: not sent
-        return Outcome("down", f"connect: {exc.os_error!r}")
+        return CallFailure("down", f"connect: {exc.os_error!r}")
     if isinstance(exc, aiohttp.ClientResponseError):  # a response_url's HTTP error
         if exc.status == 429:
-            return Outcome("ratelimited", "ratelimited", retry_after=1.0)
-        return Outcome("down", f"http {exc.status}", maybe_sent=exc.status != 503)
+            return CallFailure("ratelimited", "ratelimited", retry_after=1.0)
+        return CallFailure("down", f"http {exc.status}", maybe_sent=exc.status != 503)
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-        return Outcome("unsure", "timeout", maybe_sent=True)
-    return Outcome("unsure", f"{type(exc).__name__}: {exc}", maybe_sent=True)
+        return CallFailure("unsure", "timeout", maybe_sent=True)
+    return CallFailure("unsure", f"{type(exc).__name__}: {exc}", maybe_sent=True)
 
 
-def _api_error(exc: SlackApiError) -> Outcome:
+def _api_error(exc: SlackApiError) -> CallFailure:
     response = exc.response  # an AsyncSlackResponse, or aiohttp's for an unreadable body
     status = int(getattr(response, "status_code", None) or getattr(response, "status", 0) or 200)
     data = getattr(response, "data", None)
@@ -77,18 +77,18 @@ def _api_error(exc: SlackApiError) -> Outcome:
             seconds = max(1.0, float(retry))
         except (TypeError, ValueError):
             seconds = 1.0
-        return Outcome("ratelimited", "ratelimited", retry_after=seconds)
+        return CallFailure("ratelimited", "ratelimited", retry_after=seconds)
     if status == 503:
-        return Outcome("down", error)
+        return CallFailure("down", error)
     if status >= 500:
-        return Outcome("down", error, maybe_sent=True)
+        return CallFailure("down", error, maybe_sent=True)
     if error in MAYBE_DONE:
-        return Outcome("unsure", error, maybe_sent=True)
+        return CallFailure("unsure", error, maybe_sent=True)
     if error in AUTH_ERRORS:
-        return Outcome("transient", error)  # a fixed token brings the rows back
+        return CallFailure("transient", error)  # a fixed token brings the rows back
     if error in TRANSIENT:
-        return Outcome("transient", error)
-    return Outcome("permanent", error)
+        return CallFailure("transient", error)
+    return CallFailure("permanent", error)
 
 
 UNSEEN_EPHEMERAL = ("user_not_in_channel", "channel_not_found", "not_in_channel", "is_archived")
@@ -190,5 +190,5 @@ class Calls:
             if resp.status == 429 or resp.status >= 500:
                 resp.raise_for_status()
             if resp.status >= 400:  # used up, expired or unknown: it will never work
-                raise Outcome("permanent", f"response_url {resp.status}: {text[:100]}")
+                raise CallFailure("permanent", f"response_url {resp.status}: {text[:100]}")
         return {"ok": True}

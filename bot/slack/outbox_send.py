@@ -21,7 +21,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.util import utcnow
-from bot.slack.outbox_calls import EVENT_TYPE, UNSEEN_EPHEMERAL, Calls, Outcome, classify
+from bot.slack.outbox_calls import EVENT_TYPE, UNSEEN_EPHEMERAL, CallFailure, Calls, classify
 from bot.slack.pacing import Pacer
 from store.outbox import Outbox, OutboxRow
 
@@ -119,7 +119,7 @@ class RowSender:
             )
             self.due_in(released.retry_in)
             return
-        except Outcome as outcome:
+        except CallFailure as outcome:
             await self._failed(row, outcome)
             return
         except asyncio.CancelledError:
@@ -131,7 +131,7 @@ class RowSender:
             raise
         except Exception as exc:  # a bug or an unexpected answer: retry later, maybe posted
             log.exception("event=outbox_send_failed key=%s", row.key)
-            await self._failed(row, Outcome("unexpected", repr(exc), maybe_sent=True))
+            await self._failed(row, CallFailure("unexpected", repr(exc), maybe_sent=True))
             return
         if ts == "dropped":
             self.stats.expired += 1
@@ -149,7 +149,7 @@ class RowSender:
             except Exception:
                 log.exception("event=outbox_on_posted_failed key=%s", row.key)
 
-    async def _failed(self, row: OutboxRow, outcome: Outcome) -> None:
+    async def _failed(self, row: OutboxRow, outcome: CallFailure) -> None:
         retry_in: float | None
         if outcome.kind == "ratelimited":
             retry_in = outcome.retry_after
@@ -195,14 +195,14 @@ class RowSender:
             method = "response_url" if row.payload.get("response_url") else "chat.postEphemeral"
             try:
                 await self._call(row, claimed_at, method)
-            except Outcome as refused:
+            except CallFailure as refused:
                 if method != "chat.postEphemeral" or refused.error not in UNSEEN_EPHEMERAL:
                     raise
                 await self.outbox.mark_unsure(row.key, claim=row.claim_token)  # at most once
                 await self._call(row, claimed_at, "dm")  # certainly unseen: say it in a DM
             return None, None
         if row.thread_key and not row.thread_ts:  # its thread's root was given up
-            raise Outcome("permanent", f"thread {row.thread_key} was never posted")
+            raise CallFailure("permanent", f"thread {row.thread_key} was never posted")
         if row.kind == "stream":
             return await self._stream(row, claimed_at)
         return await self._message(row, claimed_at), None
@@ -243,7 +243,7 @@ class RowSender:
         if ts is None:
             try:
                 answer = await self._call(row, claimed_at, "chat.startStream", text=text)
-            except Outcome as refused:
+            except CallFailure as refused:
                 if refused.kind != "permanent":
                     raise
                 log.info("event=outbox_stream_refused key=%s error=%s", row.key, refused.error)
@@ -269,7 +269,7 @@ class RowSender:
         """Stop the stream; one an earlier attempt stopped (its answer lost) is stopped."""
         try:
             await self._call(row, claimed_at, "chat.stopStream", ts=ts)
-        except Outcome as outcome:
+        except CallFailure as outcome:
             if outcome.error != "message_not_in_streaming_state":
                 raise
             log.info("event=outbox_stream_already_stopped key=%s", row.key)
@@ -295,7 +295,7 @@ class RowSender:
     async def _call(
         self, row: OutboxRow, claimed_at: float, method: str, **extra: Any
     ) -> dict[str, Any]:
-        """One paced call within the claim's lease; raises Released or Outcome."""
+        """One paced call within the claim's lease; raises Released or CallFailure."""
         await self._pace(row, claimed_at, method)
         self._calling.add(row.key)
         try:
