@@ -206,12 +206,15 @@ class OutboxDispatcher(RowSender):
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._woken.wait(), wait)
+            else:  # never a round without giving the event loop a turn
+                await asyncio.sleep(0)
 
     async def _claim(self) -> None:
         self._claim_wanted = False
         free = self._free_slots()
-        if free <= 0:
+        if free <= 0:  # a freed slot wakes the loop (backlog); until then nothing is due here
             self._backlog = True
+            self._due_at = time.monotonic() + self.sweep_interval
             return
         if not self._backlog:  # woken by a put: let the puts of the same moment join in
             await asyncio.sleep(COALESCE)

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from bot.sandbox import SlackSandbox
 from store.outbox import Outbox
 from tests.outbox.conftest import (
     DbFactory,
@@ -199,3 +200,27 @@ async def test_a_standby_replica_takes_over_when_the_sender_dies(
     for i in range(12):
         assert len(with_key(messages, f"answer:r1:{i}")) == 1
     assert sandbox.limits.ratelimited_total == 0
+
+
+@pytest.mark.timeout(60)
+async def test_full_slots_never_freeze_the_event_loop(
+    outbox: Outbox, sandbox: SlackSandbox, make_dispatcher: DispatcherFactory
+) -> None:
+    """Every slot busy with a slow call while another row is put: the dispatcher waits for a
+    slot to free, giving the event loop its turns (it once spun without yielding once its
+    next due time had passed, freezing the whole process, the slow call's answer included)."""
+    sandbox.slow_next("chat.postMessage", 3.0)
+    dispatcher = await make_dispatcher(outbox, sandbox, concurrency=1, sweep_interval=1.0)
+    await outbox.put("card:slow", channel="C_A", text="slow")
+    await sandbox.wait_for(lambda sb: sb.calls_to("chat.postMessage"), timeout=5)
+    await outbox.put("card:next", channel="C_B", text="next")  # no slot free for it
+    gaps: list[float] = []
+    last = time.monotonic()
+    for _ in range(50):  # 2.5 s of heartbeats: the loop must keep turning
+        await asyncio.sleep(0.05)
+        now = time.monotonic()
+        gaps.append(now - last)
+        last = now
+    assert max(gaps) < 0.5, f"the event loop stalled for {max(gaps):.2f} s"
+    await dispatcher.drain(10)
+    assert len(with_key(all_messages(sandbox), "card:next")) == 1
