@@ -149,7 +149,6 @@ def build_bot(settings: Settings, agents: AgentRegistry, *, store: Store | None 
         mcp=mcp_front(service),
     )
     dispatcher = build_dispatcher(store, outbox, client, presenter)
-    presenter.pacer = dispatcher.pacer  # root posts and the outbox keep one pace per channel
     return Bot(
         settings=settings,
         app=app,

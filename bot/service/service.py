@@ -197,7 +197,7 @@ class Service:
         agent = command.agent
         assert agent is not None
         actor = Actor(user_id=requester, team_id=team_id)
-        async with self._intake.turn(channel_id, requester) as turn:  # its reads too
+        async with self._intake.turn(channel_id, requester):  # its reads and root too
             if run_id and (existing := await self.store.runs.get(run_id)):
                 return Outcome("started", run=existing)
             refusal = await self.gate.check_person(
@@ -215,7 +215,6 @@ class Service:
                     thread_ts=thread_ts,
                     limit=self.gate.start_limit(),
                     run_id=run_id,
-                    created=turn.leave,  # its root waits for the channel's pace, not a turn
                 )
             except StartLimitReached as reached:
                 return await self.gate.limited(requester, reached)

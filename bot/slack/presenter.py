@@ -8,9 +8,7 @@ direct post, so its later states (the status checklist folded in) are outbox upd
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import math
 import uuid
 from collections import OrderedDict
 from dataclasses import replace
@@ -41,7 +39,6 @@ from bot.slack.blocks import standing as standing_blocks
 from bot.slack.blocks.status import checklist, status_message
 from bot.slack.channels import ChannelCheck
 from bot.slack.home_refresh import HomeRefresher, home_builder
-from bot.slack.pacing import Pacer
 from bot.slack.render import card_info, run_info, run_steps
 from bot.slack.streaming import AnswerStream
 from bot.slack.writes import Writes, tag
@@ -65,9 +62,6 @@ class SlackPresenter:
         self.writes = Writes(outbox)
         self.homes: HomeRefresher | None = None
         self.channels = ChannelCheck(client)
-        self.pacer = Pacer()
-        """Paces the root messages this presenter posts itself (give it the dispatcher's, so
-        both keep to one channel's pace together)."""
         self._streams: dict[str, AnswerStream] = {}
         self._shown: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._session: aiohttp.ClientSession | None = None
@@ -120,11 +114,6 @@ class SlackPresenter:
         key = f"root:{run.id}"
         message = messages.root_message(replace(run_info(run), queued_ahead=queued_ahead))
         version = await self.writes.hold(key, run.channel_id, message)
-        # Slack takes about one message a second in a channel: wait for this channel's turn
-        # here (a burst in one channel queues in memory) rather than be answered 429
-        wait = self.pacer.reserve("", "chat.postMessage", run.channel_id, math.inf)
-        if wait:
-            await asyncio.sleep(wait)
         try:
             resp = await self.client.chat_postMessage(
                 channel=run.channel_id, metadata=tag(key, version), **message

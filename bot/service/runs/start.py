@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -59,13 +58,11 @@ class RunStarter:
         history: list[Message] | None = None,
         limit: StartLimit | None = None,
         run_id: str | None = None,
-        created: Callable[[], None] | None = None,
     ) -> str:
         """Create the run, post its root message (unless it continues a thread), drive it.
 
         With `limit`, nothing starts when the requester is at it (`StartLimitReached`).
-        `run_id`: the new run's id (derived from a recorded interaction), else a fresh one.
-        `created` is called once the run is saved, before its root message is posted."""
+        `run_id`: the new run's id (derived from a recorded interaction), else a fresh one."""
         run_id = run_id or uuid.uuid4().hex
         lease = await self.store.runs.create(
             limit=limit,
@@ -84,8 +81,6 @@ class RunStarter:
         ]
         context = run_context(requester, team_id, channel_id, follow_up=thread_ts is not None)
         queued_ahead = await self._queued_ahead(context, follow_up=thread_ts is not None)
-        if created is not None:
-            created()
         run: RunRecord | None = None
         if thread_ts is None and channel_id is not None:
             run = await self._open_thread(lease, agent, conversation, context, queued_ahead)
