@@ -14,29 +14,16 @@ import asyncio
 import heapq
 import itertools
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 Line = tuple[str, str]
 """(channel, person): one line of waiting turns, first come first served."""
 
 
-class Turn:
-    """A slot held: `leave()` gives it up before the block ends (the rest of the work waits
-    on something else, e.g. Slack's pace in a channel, and must not hold others back)."""
-
-    def __init__(self, release: Callable[[], None]) -> None:
-        self._release: Callable[[], None] | None = release
-
-    def leave(self) -> None:
-        if self._release is not None:
-            release, self._release = self._release, None
-            release()
-
-
 class FairGate:
-    """`async with gate.turn(channel, person) as turn:` runs the block when a slot is free
-    and no one with fewer turns is waiting (`turn.leave()` frees the slot early)."""
+    """`async with gate.turn(channel, person):` runs the block when a slot is free and no one
+    with fewer turns is waiting."""
 
     def __init__(self, slots: int) -> None:
         if slots < 1:
@@ -55,13 +42,12 @@ class FairGate:
         return sum(len(line) for line in self._lines.values())
 
     @asynccontextmanager
-    async def turn(self, channel: str | None, person: str | None) -> AsyncIterator[Turn]:
+    async def turn(self, channel: str | None, person: str | None) -> AsyncIterator[None]:
         await self._acquire((channel or "", person or ""))
-        held = Turn(self._release)
         try:
-            yield held
+            yield
         finally:
-            held.leave()
+            self._release()
 
     def _key(self, line: Line) -> tuple[int, int]:
         return self._turns["p:" + line[1]], self._turns["c:" + line[0]]
