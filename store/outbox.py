@@ -74,6 +74,19 @@ CHANNEL = "sayso_outbox"
 """PostgreSQL NOTIFY channel: an outbox row became due (the payload is its key)."""
 
 
+PENDING_FACTS = (
+    "key",
+    "kind",
+    "version",
+    "sent_version",
+    "attempts",
+    "after_key",
+    "next_attempt_at",
+    "claim_expires_at",
+    "last_error",
+)
+
+
 class Outbox:
     """The outbox repository: `put` desired states; dispatchers `claim_due` and mark them."""
 
@@ -507,6 +520,18 @@ class Outbox:
                 sa.select(sa.func.count()).select_from(ob).where(ob.c.state == PENDING)
             )
         return int(count or 0)
+
+    async def pending(self, limit: int = 10) -> list[dict[str, Any]]:
+        """The oldest rows still to send, as plain facts (what a drain that timed out names)."""
+        cols = [ob.c[name] for name in PENDING_FACTS]
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                sa.select(*cols)
+                .where(ob.c.state == PENDING)
+                .order_by(ob.c.pending_since)
+                .limit(limit)
+            )
+        return [dict(r._mapping) for r in rows]
 
     async def oldest_pending_age(self, now: datetime | None = None) -> float:
         """Seconds the oldest pending row has waited (0 when none is pending)."""

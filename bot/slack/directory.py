@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -13,12 +16,15 @@ from bot.service.ports import Person
 
 log = logging.getLogger("sayso.slack")
 MEMBERS_PAGE = 200
+T = TypeVar("T")
 
 
 class SlackDirectory:
     """users.info, usergroups.users.list and conversations.members, each answer kept for
     `ttl` seconds, and used past it while Slack is unreachable (an outage must not refuse a
-    person sayso knew a minute ago; with nothing known the error is raised, never a "no")."""
+    person sayso knew a minute ago; with nothing known the error is raised, never a "no").
+    Concurrent misses of one key share one call: thirty clicks at once after the cache
+    lapsed made thirty `conversations.members` calls, and Slack's 429s then held the clicks."""
 
     def __init__(self, client: AsyncWebClient, ttl: float = 60.0) -> None:
         self.client = client
@@ -26,8 +32,36 @@ class SlackDirectory:
         self._people: dict[str, tuple[float, Person | None]] = {}
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._channels: dict[str, tuple[float, frozenset[str]]] = {}
+        self._asking: dict[tuple[str, str], asyncio.Task[Any]] = {}
+
+    async def _once(self, key: tuple[str, str], ask: Callable[[], Awaitable[T]]) -> T:
+        """`ask()`, or the answer of the same question already being asked (the call runs as
+        its own task: one asker cancelled does not cancel it for the others)."""
+        task = self._asking.get(key)
+        if task is None:
+            task = self._asking[key] = asyncio.ensure_future(ask())
+            task.add_done_callback(lambda _: self._asking.pop(key, None))
+        return await asyncio.shield(task)
 
     async def person(self, user_id: str) -> Person | None:
+        hit = self._people.get(user_id)
+        if hit and hit[0] > time.monotonic():
+            return hit[1]
+        return await self._once(("user", user_id), lambda: self._person(user_id))
+
+    async def group_members(self, group_id: str) -> frozenset[str]:
+        hit = self._groups.get(group_id)
+        if hit and hit[0] > time.monotonic():
+            return hit[1]
+        return await self._once(("group", group_id), lambda: self._group_members(group_id))
+
+    async def channel_members(self, channel_id: str) -> frozenset[str]:
+        hit = self._channels.get(channel_id)
+        if hit and hit[0] > time.monotonic():
+            return hit[1]
+        return await self._once(("channel", channel_id), lambda: self._channel_members(channel_id))
+
+    async def _person(self, user_id: str) -> Person | None:
         hit = self._people.get(user_id)
         if hit and hit[0] > time.monotonic():
             return hit[1]
@@ -54,7 +88,7 @@ class SlackDirectory:
         self._people[user_id] = (time.monotonic() + self.ttl, person)
         return person
 
-    async def group_members(self, group_id: str) -> frozenset[str]:
+    async def _group_members(self, group_id: str) -> frozenset[str]:
         hit = self._groups.get(group_id)
         if hit and hit[0] > time.monotonic():
             return hit[1]
@@ -75,7 +109,7 @@ class SlackDirectory:
         self._groups[group_id] = (time.monotonic() + self.ttl, members)
         return members
 
-    async def channel_members(self, channel_id: str) -> frozenset[str]:
+    async def _channel_members(self, channel_id: str) -> frozenset[str]:
         hit = self._channels.get(channel_id)
         if hit and hit[0] > time.monotonic():
             return hit[1]

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -296,7 +297,11 @@ class OutboxDispatcher(RowSender):
         deadline = time.monotonic() + timeout
         while await self.outbox.pending_count():
             if time.monotonic() > deadline:
-                raise AssertionError("the outbox did not drain in time")
+                left = await self.outbox.pending()
+                described = "; ".join(str(row) for row in left)
+                raise AssertionError(
+                    f"the outbox did not drain in time (now {datetime.now(UTC)}): {described}"
+                )
             self.wake()
             await asyncio.sleep(0.05)
 

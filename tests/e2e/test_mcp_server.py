@@ -153,6 +153,7 @@ async def test_permission_prompt_allows_with_the_edited_input(mcp: Mcp) -> None:
             "behavior": "allow",
             "updatedInput": {"command": "rm -rf build/tmp", "description": "Clean the build"},
         }
+    await h.idle()  # the card's update goes through the outbox
     assert open_cards(h.sandbox) == []
     assert len([m for m in h.sandbox.messages("C_GENERAL") if "rm -rf" in json.dumps(m)]) == 1
 

@@ -143,5 +143,6 @@ async def test_a_proxy_killed_while_waiting_and_restarted_forwards_once(
         result = await asyncio.wait_for(session.call_tool("git_commit", arguments), 30)
     assert not result.is_error, text_of(result)
     assert commits(repo) == ["Add a.txt", "init"]
+    await h.idle()  # the card's update goes through the outbox
     assert len(h.sandbox.messages("C_GENERAL")) == 1  # the same request: no second card
     assert open_cards(h) == []
