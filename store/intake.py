@@ -145,6 +145,22 @@ class Intake:
             )
         return result.rowcount == 1
 
+    async def wait(self, key: str, owner: str, seconds: float) -> bool:
+        """`owner` could not process the row for now (Slack is away): any replica replays it
+        after `seconds`, and this try is not counted among its attempts (an outage is not a
+        bug: the row is never given up for it)."""
+        now = utcnow()
+        async with self.db.write() as conn:
+            written = await conn.execute(
+                it.update()
+                .where(it.c.key == key, it.c.claim_owner == owner, it.c.status == PENDING)
+                .values(
+                    claim_expires_at=now + timedelta(seconds=seconds),
+                    attempts=sa.case((it.c.attempts > 0, it.c.attempts - 1), else_=0),
+                )
+            )
+        return written.rowcount == 1
+
     async def done(self, key: str, result: Any = None) -> bool:
         """The row was processed (`result`: a small JSON summary). True the first time."""
         now = utcnow()

@@ -315,14 +315,24 @@ class Outbox:
 
     @staticmethod
     async def _next_due(conn: AsyncConnection, now: datetime) -> float | None:
-        at = await conn.scalar(
-            sa.select(sa.func.min(ob.c.next_attempt_at)).where(
-                ob.c.state == PENDING, ob.c.next_attempt_at > now, claim_free(now)
+        """Seconds until a pending row may be due: the next retry time of a free row, or the
+        end of a claim that holds one (a dispatcher that died holding rows: they are sent
+        once its claim lapses, with no other wake-up to wait for)."""
+        free = claim_free(now)
+        row = (
+            await conn.execute(
+                sa.select(
+                    sa.func.min(
+                        sa.case((sa.and_(free, ob.c.next_attempt_at > now), ob.c.next_attempt_at))
+                    ),
+                    sa.func.min(sa.case((sa.not_(free), ob.c.claim_expires_at))),
+                ).where(ob.c.state == PENDING)
             )
-        )
-        if at is None:
+        ).one()
+        times = [aware(at) for at in row if at is not None]
+        if not times:
             return None
-        return max(0.0, (aware(at) - now).total_seconds())
+        return max(0.0, (min(times) - now).total_seconds())
 
     @staticmethod
     async def _thread_ts(conn: AsyncConnection, keys: list[str]) -> dict[str, str]:

@@ -25,9 +25,16 @@ class Person:
     deleted: bool = False
 
 
+class DirectoryUnavailable(Exception):
+    """The directory could not be asked (Slack down, limiting or unreachable) and knows
+    nothing from before: the question waits and is asked again, it is never a "no" (a click
+    during an outage is decided once Slack is back, not refused)."""
+
+
 class Directory(Protocol):
     """Looks people, user groups and channel members up (Slack: users.info,
-    usergroups.users.list, conversations.members)."""
+    usergroups.users.list, conversations.members). Raises `DirectoryUnavailable` when it
+    cannot answer."""
 
     async def person(self, user_id: str) -> Person | None: ...
 

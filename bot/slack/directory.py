@@ -12,7 +12,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.service.ports import Person
+from bot.service.ports import DirectoryUnavailable, Person
 
 log = logging.getLogger("sayso.slack")
 MEMBERS_PAGE = 200
@@ -22,7 +22,8 @@ T = TypeVar("T")
 class SlackDirectory:
     """users.info, usergroups.users.list and conversations.members, each answer kept for
     `ttl` seconds, and used past it while Slack is unreachable (an outage must not refuse a
-    person sayso knew a minute ago; with nothing known the error is raised, never a "no").
+    person sayso knew a minute ago; with nothing known `DirectoryUnavailable` is raised, never
+    a "no").
     Concurrent misses of one key share one call: thirty clicks at once after the cache
     lapsed made thirty `conversations.members` calls, and Slack's 429s then held the clicks."""
 
@@ -67,12 +68,14 @@ class SlackDirectory:
             return hit[1]
         try:
             user = (await self.client.users_info(user=user_id))["user"]
-        except UNREACHABLE:
+        except UNREACHABLE as exc:
             if hit is None:
-                raise
+                raise DirectoryUnavailable(type(exc).__name__) from exc
             return hit[1]
         except SlackApiError as exc:
-            if hit is not None and _down(exc):
+            if _down(exc):
+                if hit is None:
+                    raise DirectoryUnavailable(str(exc.response.get("error"))) from exc
                 return hit[1]
             log.warning(
                 "event=users_info_failed user=%s error=%s", user_id, exc.response.get("error")
@@ -94,12 +97,14 @@ class SlackDirectory:
             return hit[1]
         try:
             users = (await self.client.usergroups_users_list(usergroup=group_id))["users"]
-        except UNREACHABLE:
+        except UNREACHABLE as exc:
             if hit is None:
-                raise
+                raise DirectoryUnavailable(type(exc).__name__) from exc
             return hit[1]
         except SlackApiError as exc:
-            if hit is not None and _down(exc):
+            if _down(exc):
+                if hit is None:
+                    raise DirectoryUnavailable(str(exc.response.get("error"))) from exc
                 return hit[1]
             log.warning(
                 "event=usergroup_failed group=%s error=%s", group_id, exc.response.get("error")
@@ -124,12 +129,14 @@ class SlackDirectory:
                 cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
                 if not cursor:
                     break
-        except UNREACHABLE:
+        except UNREACHABLE as exc:
             if hit is None:
-                raise
+                raise DirectoryUnavailable(type(exc).__name__) from exc
             return hit[1]
         except SlackApiError as exc:
-            if hit is not None and _down(exc):
+            if _down(exc):
+                if hit is None:
+                    raise DirectoryUnavailable(str(exc.response.get("error"))) from exc
                 return hit[1]
             log.warning(
                 "event=channel_members_failed channel=%s error=%s",

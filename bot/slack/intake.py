@@ -26,6 +26,7 @@ from slack_bolt.middleware.async_middleware import AsyncMiddleware
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
+from bot.service.ports import DirectoryUnavailable
 from bot.slack.ids import SLASH_COMMAND, ActionId, CallbackId
 from bot.slack.intake_batch import IntakeWriter
 from store import Store
@@ -47,6 +48,9 @@ STATEFUL_VIEWS: Final = frozenset(
     {CallbackId.EDIT, CallbackId.REJECT, CallbackId.ANSWER, CallbackId.REVIEW, CallbackId.APPROVE}
 )
 PERSON_SUBTYPES: Final = (None, "thread_broadcast")
+
+WAIT_FOR_SLACK: Final = 5.0
+"""Seconds before an interaction that needed Slack while it was away is replayed."""
 
 RUN_IDS: Final = uuid.UUID("5a750000-0000-4000-8000-000000000022")
 
@@ -166,6 +170,15 @@ class RecordIntake(AsyncMiddleware):
         req.context[KEY] = key
         return await next()
 
+    async def wait_for_slack(self, key: str, error: str) -> None:
+        """The interaction needed Slack, which is away: replayed in a few seconds, by any
+        replica (the person is told nothing now: Slack could not show it anyway)."""
+        log.warning("event=intake_waits_for_slack key=%s error=%s", key, error)
+        try:
+            await self.intake.wait(key, self.owner, WAIT_FOR_SLACK)
+        except Exception as exc:  # the database is away too: replayed once the lease lapses
+            log.warning("event=intake_not_waiting key=%s error=%s", key, type(exc).__name__)
+
     async def finished(self, key: str, result: dict[str, Any]) -> None:
         try:
             await self.writer.done(key, result)
@@ -192,7 +205,8 @@ def recorded(listener: Callable[..., Awaitable[None]]) -> Callable[..., Awaitabl
     """The listener, closing its intake row once it has run (it must take `context`). A
     listener that raises closes it too (with the error): a bug is not replayed forever; a
     database that is away cannot close it, nor does a listener cancelled by a stopping
-    process, so the row is replayed once the lease lapses."""
+    process, so the row is replayed once the lease lapses. One that needed Slack while it was
+    away (`DirectoryUnavailable`) is replayed a few seconds later, for as long as it lasts."""
 
     @functools.wraps(listener)
     async def wrapper(**kwargs: Any) -> None:
@@ -209,6 +223,10 @@ def recorded(listener: Callable[..., Awaitable[None]]) -> Callable[..., Awaitabl
         except asyncio.CancelledError:  # the process is stopping: the row is replayed
             result = {}
             raise
+        except DirectoryUnavailable as exc:
+            result = {}
+            hold.cancel()
+            await recorder.wait_for_slack(key, str(exc))
         except Exception as exc:
             result = {"error": type(exc).__name__}
             raise

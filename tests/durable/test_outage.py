@@ -103,3 +103,23 @@ async def test_an_outage_and_a_crash_converge_after_the_restart(durable: Durable
         assert [len(answers(h, c)) for c in shown] == [1] * 10
         assert len(h.effects.deploys) == 10
         assert duplicates(h, CHANNELS) == []
+
+
+async def test_a_click_by_someone_never_looked_up_waits_for_slack(durable: Durable) -> None:
+    """While Slack is down sayso cannot tell who a person it never met is: their click is
+    not refused (nor run on faith), it waits, and is decided once Slack is back."""
+    async with durable() as h:
+        shown = await start_runs(h, [("U_REQUESTER", "C_GENERAL")] * 3)
+        await h.idle()
+        await h.sandbox.outage(8.0, "503")
+        back_at = time.monotonic() + 8.0
+        clicks = await approve_all(h, shown)
+        assert max(clicks.acks) < 3.0, clicks.acks
+        await asyncio.sleep(max(0.0, back_at - 1.0 - time.monotonic()))
+        assert h.effects.deploys == []  # nobody was verified: nothing ran
+        await eventually(lambda: all_final(h, shown), timeout=40, what="decided once back")
+        await h.idle()
+        assert len(h.effects.deploys) == 3
+        assert [len(answers(h, c)) for c in shown] == [1] * 3
+        assert h.sandbox.ephemerals("U_APPROVER") == []  # no refusal, nothing to apologise for
+        assert duplicates(h, CHANNELS) == []
