@@ -1,5 +1,3 @@
-# Longer than 400 lines because the crash-safety argument (claim, unsure, adopt, mark) is one
-# protocol, kept readable in one place (docs/architecture.md, "Durable Slack").
 """The Slack outbox: what sayso shows in Slack is a row before it is sent (issue 22).
 
 Design (docs/architecture-outbox.md has the long form)
@@ -34,6 +32,9 @@ Design (docs/architecture-outbox.md has the long form)
 - **One sender.** `hold_sender` is a lease in `slack_senders`: Slack's limits are per
   workspace, so one dispatcher at a time paces them exactly; a standby takes over when the
   lease lapses (the row claims above still make every row go out once during a hand-over).
+
+Here: `put`, `claim` and the wake-ups; the marks of a claimed row are in store/outbox_marks.py,
+the reads, the upkeep and the sender lease in store/outbox_reads.py (`Outbox` inherits both).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from bot.agent.util import utcnow
 from store.db import Database
 from store.notify import ChannelListener
+from store.outbox_marks import OutboxMarks
+from store.outbox_reads import OutboxReads
 from store.outbox_rows import (
     DROPPED,
     FAILED,
@@ -61,12 +64,10 @@ from store.outbox_rows import (
     aware,
     claim_free,
     due,
-    held,
     insert_ignore_key,
     outbox_row,
 )
 from store.schema import slack_outbox as ob
-from store.schema import slack_senders
 
 log = logging.getLogger("sayso.store")
 
@@ -74,20 +75,7 @@ CHANNEL = "sayso_outbox"
 """PostgreSQL NOTIFY channel: an outbox row became due (the payload is its key)."""
 
 
-PENDING_FACTS = (
-    "key",
-    "kind",
-    "version",
-    "sent_version",
-    "attempts",
-    "after_key",
-    "next_attempt_at",
-    "claim_expires_at",
-    "last_error",
-)
-
-
-class Outbox:
+class Outbox(OutboxMarks, OutboxReads):
     """The outbox repository: `put` desired states; dispatchers `claim_due` and mark them."""
 
     def __init__(self, db: Database) -> None:
@@ -340,239 +328,6 @@ class Outbox:
             return {}
         rows = await conn.execute(sa.select(ob.c.key, ob.c.ts).where(ob.c.key.in_(set(keys))))
         return {r.key: r.ts for r in rows if r.ts}
-
-    async def mark_sent(
-        self,
-        key: str,
-        version: int,
-        ts: str | None = None,
-        *,
-        claim: str | None = None,
-        progress: int | None = None,
-    ) -> bool:
-        """`version` reached Slack (`ts`: the message's, once posted). The row stays pending
-        when a newer version was put meanwhile. With `claim`, only that claim's holder may
-        (False otherwise; a ts is still recorded if the row had none)."""
-        now = utcnow()
-        values: dict[str, Any] = {
-            "sent_version": sa.func.max(ob.c.sent_version, version)
-            if not self.db.is_postgres
-            else sa.func.greatest(ob.c.sent_version, version),
-            "state": sa.case((ob.c.version > version, PENDING), else_=SENT),
-            "next_attempt_at": now,
-            "claim_token": None,
-            "claim_expires_at": None,
-            "unsure": False,
-            "attempts": 0,
-            "last_error": None,
-            "updated_at": now,
-        }
-        if ts is not None:
-            values["ts"] = sa.func.coalesce(ob.c.ts, ts)
-        if progress is not None:
-            values["progress"] = progress
-        async with self.db.write(single=True) as conn:
-            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
-            if result.rowcount != 1 and ts is not None:  # our claim lapsed: keep the fact
-                await conn.execute(
-                    ob.update().where(ob.c.key == key).values(ts=sa.func.coalesce(ob.c.ts, ts))
-                )
-        return result.rowcount == 1
-
-    async def mark_failed(
-        self,
-        key: str,
-        retry_at: datetime | None,
-        error: str,
-        *,
-        claim: str | None = None,
-        maybe_sent: bool = False,
-        count: bool = True,
-    ) -> bool:
-        """The attempt failed: retry at `retry_at` (None: give up, state `failed`).
-        `maybe_sent` becomes the row's `unsure`: pass False only when neither this attempt nor
-        an earlier one (the claimed row's `unsure`) may have posted. `count=False` releases
-        the row without counting an attempt (paced, or Slack known to be down)."""
-        values: dict[str, Any] = {
-            "claim_token": None,
-            "claim_expires_at": None,
-            "last_error": error[:1000],
-            "updated_at": utcnow(),
-        }
-        if count:
-            values["attempts"] = ob.c.attempts + 1
-        values["unsure"] = maybe_sent
-        if retry_at is None:
-            values["state"] = FAILED
-        else:
-            values["next_attempt_at"] = retry_at
-        async with self.db.write(single=True) as conn:
-            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
-        return result.rowcount == 1
-
-    async def adopt(
-        self, key: str, ts: str, *, claim: str | None = None, progress: int | None = None
-    ) -> bool:
-        """The row's message exists in Slack (a lookup found it, or a stream just started):
-        keep its ts, so nothing is posted again (`progress`: a stream's characters sent)."""
-        values: dict[str, Any] = {
-            "ts": sa.func.coalesce(ob.c.ts, ts),
-            "unsure": False,
-            "updated_at": utcnow(),
-        }
-        if progress is not None:
-            values["progress"] = progress
-        async with self.db.write(single=True) as conn:
-            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
-        return result.rowcount == 1
-
-    async def mark_unsure(self, key: str, *, claim: str | None = None) -> bool:
-        """A post of the row is about to start outside the usual claim (an ephemeral said as
-        a DM): after a crash it counts as maybe sent, never sent twice."""
-        async with self.db.write(single=True) as conn:
-            result = await conn.execute(ob.update().where(held(key, claim)).values(unsure=True))
-        return result.rowcount == 1
-
-    async def drop(self, key: str, reason: str, *, claim: str | None = None) -> bool:
-        """Give the row up unsent (state `dropped`): an expired or uncertain ephemeral."""
-        async with self.db.write(single=True) as conn:
-            result = await conn.execute(
-                ob.update()
-                .where(held(key, claim))
-                .values(
-                    state=DROPPED,
-                    claim_token=None,
-                    claim_expires_at=None,
-                    last_error=reason,
-                    updated_at=utcnow(),
-                )
-            )
-        return result.rowcount == 1
-
-    async def drop_expired(self, now: datetime | None = None) -> list[str]:
-        """Give up pending rows past their expiry (state `dropped`); returns their keys."""
-        now = now or utcnow()
-        cond = sa.and_(ob.c.state == PENDING, ob.c.expires_at <= now, claim_free(now))
-        async with self.db.write() as conn:
-            keys = list((await conn.scalars(sa.select(ob.c.key).where(cond))).all())
-            if keys:
-                await conn.execute(
-                    ob.update()
-                    .where(ob.c.key.in_(keys), cond)
-                    .values(state=DROPPED, updated_at=now, last_error="expired")
-                )
-        return keys
-
-    # -- the sender lease ---------------------------------------------------------------------
-
-    async def hold_sender(self, owner: str, lease_seconds: float, scope: str = "*") -> bool:
-        """Take or renew the lease of the one dispatcher that sends (True: `owner` holds it
-        for `lease_seconds`). Slack's limits are per workspace: one sender paces them."""
-        now = utcnow()
-        expires = now + timedelta(seconds=lease_seconds)
-        async with self.db.write() as conn:
-            statement = insert_ignore_key(self.db, slack_senders, "scope")
-            inserted = await conn.execute(
-                statement.values(scope=scope, owner=owner, expires_at=expires)
-            )
-            if inserted.rowcount == 1:
-                return True
-            updated = await conn.execute(
-                slack_senders.update()
-                .where(
-                    slack_senders.c.scope == scope,
-                    sa.or_(slack_senders.c.owner == owner, slack_senders.c.expires_at < now),
-                )
-                .values(owner=owner, expires_at=expires)
-            )
-        return updated.rowcount == 1
-
-    async def release_sender(self, owner: str, scope: str = "*") -> None:
-        """Give the sender lease up (a stopping dispatcher): another takes it at once."""
-        async with self.db.write() as conn:
-            await conn.execute(
-                slack_senders.delete().where(
-                    slack_senders.c.scope == scope, slack_senders.c.owner == owner
-                )
-            )
-
-    # -- reading ------------------------------------------------------------------------------
-
-    async def get(self, key: str) -> OutboxRow | None:
-        async with self.db.read() as conn:
-            row = (await conn.execute(sa.select(ob).where(ob.c.key == key))).first()
-        return outbox_row(row._mapping) if row else None
-
-    async def ts_of(self, key: str) -> str | None:
-        """The Slack ts of the row's message once posted (None before)."""
-        async with self.db.read() as conn:
-            return await conn.scalar(sa.select(ob.c.ts).where(ob.c.key == key))
-
-    async def pending_stats(self, now: datetime | None = None) -> tuple[int, float]:
-        """The queue depth and the oldest pending row's age in seconds, in one query."""
-        now = now or utcnow()
-        async with self.db.read() as conn:
-            row = (
-                await conn.execute(
-                    sa.select(sa.func.count(), sa.func.min(ob.c.pending_since)).where(
-                        ob.c.state == PENDING
-                    )
-                )
-            ).one()
-        count, oldest = int(row[0] or 0), row[1]
-        age = 0.0 if oldest is None else max(0.0, (now - aware(oldest)).total_seconds())
-        return count, age
-
-    async def pending_count(self) -> int:
-        """Rows with something left to send (queue depth)."""
-        async with self.db.read() as conn:
-            count = await conn.scalar(
-                sa.select(sa.func.count()).select_from(ob).where(ob.c.state == PENDING)
-            )
-        return int(count or 0)
-
-    async def pending(self, limit: int = 10) -> list[dict[str, Any]]:
-        """The oldest rows still to send, as plain facts (what a drain that timed out names)."""
-        cols = [ob.c[name] for name in PENDING_FACTS]
-        async with self.db.read() as conn:
-            rows = await conn.execute(
-                sa.select(*cols)
-                .where(ob.c.state == PENDING)
-                .order_by(ob.c.pending_since)
-                .limit(limit)
-            )
-        return [dict(r._mapping) for r in rows]
-
-    async def oldest_pending_age(self, now: datetime | None = None) -> float:
-        """Seconds the oldest pending row has waited (0 when none is pending)."""
-        now = now or utcnow()
-        async with self.db.read() as conn:
-            oldest = await conn.scalar(
-                sa.select(sa.func.min(ob.c.pending_since)).where(ob.c.state == PENDING)
-            )
-        if oldest is None:
-            return 0.0
-        return max(0.0, (now - aware(oldest)).total_seconds())
-
-    async def next_due_in(self, now: datetime | None = None) -> float | None:
-        """Seconds until the earliest pending row is due (None when nothing is pending)."""
-        now = now or utcnow()
-        async with self.db.read() as conn:
-            at = await conn.scalar(
-                sa.select(sa.func.min(ob.c.next_attempt_at)).where(ob.c.state == PENDING)
-            )
-        if at is None:
-            return None
-        return max(0.0, (aware(at) - now).total_seconds())
-
-    async def purge(self, older_than: timedelta) -> int:
-        """Delete rows with nothing left to send, unchanged for `older_than`."""
-        cutoff = utcnow() - older_than
-        async with self.db.write() as conn:
-            result = await conn.execute(
-                ob.delete().where(ob.c.state != PENDING, ob.c.updated_at < cutoff)
-            )
-        return int(result.rowcount or 0)
 
     # -- waking dispatchers -------------------------------------------------------------------
 

@@ -1,0 +1,142 @@
+"""What became of a claimed outbox row: sent, failed (retry or give up), adopted, unsure,
+dropped (store/outbox.py has the protocol these marks are part of)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from bot.agent.util import utcnow
+from store.db import Database
+from store.outbox_rows import DROPPED, FAILED, PENDING, SENT, claim_free, held
+from store.schema import slack_outbox as ob
+
+
+class OutboxMarks:
+    """The marks of `Outbox` (a part of it: `Outbox` inherits them)."""
+
+    db: Database
+
+    async def mark_sent(
+        self,
+        key: str,
+        version: int,
+        ts: str | None = None,
+        *,
+        claim: str | None = None,
+        progress: int | None = None,
+    ) -> bool:
+        """`version` reached Slack (`ts`: the message's, once posted). The row stays pending
+        when a newer version was put meanwhile. With `claim`, only that claim's holder may
+        (False otherwise; a ts is still recorded if the row had none)."""
+        now = utcnow()
+        values: dict[str, Any] = {
+            "sent_version": sa.func.max(ob.c.sent_version, version)
+            if not self.db.is_postgres
+            else sa.func.greatest(ob.c.sent_version, version),
+            "state": sa.case((ob.c.version > version, PENDING), else_=SENT),
+            "next_attempt_at": now,
+            "claim_token": None,
+            "claim_expires_at": None,
+            "unsure": False,
+            "attempts": 0,
+            "last_error": None,
+            "updated_at": now,
+        }
+        if ts is not None:
+            values["ts"] = sa.func.coalesce(ob.c.ts, ts)
+        if progress is not None:
+            values["progress"] = progress
+        async with self.db.write(single=True) as conn:
+            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
+            if result.rowcount != 1 and ts is not None:  # our claim lapsed: keep the fact
+                await conn.execute(
+                    ob.update().where(ob.c.key == key).values(ts=sa.func.coalesce(ob.c.ts, ts))
+                )
+        return result.rowcount == 1
+
+    async def mark_failed(
+        self,
+        key: str,
+        retry_at: datetime | None,
+        error: str,
+        *,
+        claim: str | None = None,
+        maybe_sent: bool = False,
+        count: bool = True,
+    ) -> bool:
+        """The attempt failed: retry at `retry_at` (None: give up, state `failed`).
+        `maybe_sent` becomes the row's `unsure`: pass False only when neither this attempt nor
+        an earlier one (the claimed row's `unsure`) may have posted. `count=False` releases
+        the row without counting an attempt (paced, or Slack known to be down)."""
+        values: dict[str, Any] = {
+            "claim_token": None,
+            "claim_expires_at": None,
+            "last_error": error[:1000],
+            "updated_at": utcnow(),
+        }
+        if count:
+            values["attempts"] = ob.c.attempts + 1
+        values["unsure"] = maybe_sent
+        if retry_at is None:
+            values["state"] = FAILED
+        else:
+            values["next_attempt_at"] = retry_at
+        async with self.db.write(single=True) as conn:
+            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
+        return result.rowcount == 1
+
+    async def adopt(
+        self, key: str, ts: str, *, claim: str | None = None, progress: int | None = None
+    ) -> bool:
+        """The row's message exists in Slack (a lookup found it, or a stream just started):
+        keep its ts, so nothing is posted again (`progress`: a stream's characters sent)."""
+        values: dict[str, Any] = {
+            "ts": sa.func.coalesce(ob.c.ts, ts),
+            "unsure": False,
+            "updated_at": utcnow(),
+        }
+        if progress is not None:
+            values["progress"] = progress
+        async with self.db.write(single=True) as conn:
+            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
+        return result.rowcount == 1
+
+    async def mark_unsure(self, key: str, *, claim: str | None = None) -> bool:
+        """A post of the row is about to start outside the usual claim (an ephemeral said as
+        a DM): after a crash it counts as maybe sent, never sent twice."""
+        async with self.db.write(single=True) as conn:
+            result = await conn.execute(ob.update().where(held(key, claim)).values(unsure=True))
+        return result.rowcount == 1
+
+    async def drop(self, key: str, reason: str, *, claim: str | None = None) -> bool:
+        """Give the row up unsent (state `dropped`): an expired or uncertain ephemeral."""
+        async with self.db.write(single=True) as conn:
+            result = await conn.execute(
+                ob.update()
+                .where(held(key, claim))
+                .values(
+                    state=DROPPED,
+                    claim_token=None,
+                    claim_expires_at=None,
+                    last_error=reason,
+                    updated_at=utcnow(),
+                )
+            )
+        return result.rowcount == 1
+
+    async def drop_expired(self, now: datetime | None = None) -> list[str]:
+        """Give up pending rows past their expiry (state `dropped`); returns their keys."""
+        now = now or utcnow()
+        cond = sa.and_(ob.c.state == PENDING, ob.c.expires_at <= now, claim_free(now))
+        async with self.db.write() as conn:
+            keys = list((await conn.scalars(sa.select(ob.c.key).where(cond))).all())
+            if keys:
+                await conn.execute(
+                    ob.update()
+                    .where(ob.c.key.in_(keys), cond)
+                    .values(state=DROPPED, updated_at=now, last_error="expired")
+                )
+        return keys
