@@ -250,3 +250,55 @@ async def test_the_same_click_delivered_to_two_replicas_decides_once(cluster: Cl
         assert sum(1 for e in trail if e.action == "decide") == 1  # the copy never got there
     logs = a.log() + b.log()
     assert "event=duplicate_interaction" in logs
+
+
+async def started_once(cluster: Cluster) -> None:
+    """The command started exactly one run, whose card is shown once."""
+    sb = cluster.sandbox
+    shown = await sb.wait_for(lambda s: cards(s), timeout=30)
+    assert len(shown) == 1
+    async with open_store(cluster.db_url) as store:
+        assert len(await store.runs.list()) == 1
+    roots = [m for m in sb.messages(CHANNEL) if m.get("bot_id")]
+    assert len(roots) == 1  # one root message: the run started once
+
+
+ASKED = {
+    "command": lambda sb: sb.slash_command("U_REQUESTER", "ops deploy v2 to staging"),
+    "mention": lambda sb: sb.post_message("U_REQUESTER", "<@U_SAYSO> ops deploy v2 to staging"),
+}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("how", list(ASKED))
+async def test_a_command_acked_by_a_killed_replica_starts_once_on_another(
+    cluster: Cluster, how: str
+) -> None:
+    sb = cluster.sandbox
+    a, b = await asyncio.gather(
+        cluster.start("replica-a", die_before="start", lease_seconds=LEASE),
+        cluster.start("replica-b", lease_seconds=LEASE, sweep_interval=SWEEP),
+    )
+    sb.bot_url = a.url
+    assert (await ASKED[how](sb)).status == 200
+    await killed_after_ack(a)
+    await started_once(cluster)
+    assert_replayed(b)
+
+
+async def test_on_sqlite_the_restarted_process_starts_a_command_it_acked(
+    sqlite_cluster: Cluster,
+) -> None:
+    cluster, sb = sqlite_cluster, sqlite_cluster.sandbox
+    a = await cluster.start("replica-a", die_before="start", lease_seconds=LEASE)
+    sb.bot_url = a.url
+    assert (await ASKED["command"](sb)).status == 200
+    await killed_after_ack(a)
+    again = await cluster.start(
+        "replica-a-restarted",
+        lease_seconds=LEASE,
+        sweep_interval=SWEEP,
+        env={"SAYSO_REPLICA_ID": "replica-a"},
+    )
+    await started_once(cluster)
+    assert_replayed(again)
