@@ -1,4 +1,4 @@
-"""The approval API's tables: keys, the requests callers made, and webhook deliveries.
+"""The approval API's tables: the requests callers made (keys: store/api_keys.py, re-exported).
 
 An API request is an approval request like any other, on a run of its own: agent_id
 `api:<key name>`, waiting for a human, with no saved state. Cards, App Home, expiry and the
@@ -19,43 +19,27 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.agent.util import utcnow
 from bot.agent.vocabulary import PauseKind, RequestKind
+from store.api_keys import (
+    ApiKey,
+    KeyPolicy,
+    create_key,
+    get_key,
+    key_for_token,
+    key_hash,
+    list_keys,
+    revoke_key,
+    set_key_quota,
+)
 from store.audit import add_audit
 from store.db import Database
 from store.records import ANYONE, ApprovalRequestRecord, RunRecord
 from store.requests import fetch
 from store.runs import run_record
-from store.schema import api_keys, api_requests, runs
+from store.schema import api_requests, runs
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
 
 API_AGENT_PREFIX = "api:"
-
-
-def key_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class KeyPolicy:
-    """What the operator set on a key (None: not set, the defaults apply)."""
-
-    approvers: tuple[str, ...] | None = None
-    min_approvals: int | None = None
-    allow_self_approval: bool | None = None
-    expires_in: int | None = None
-    """Seconds: the default expiry of the key's requests, and their longest."""
-
-
-@dataclass(frozen=True)
-class ApiKey:
-    name: str
-    webhook_secret: str
-    channels: tuple[str, ...]
-    created_at: datetime
-    revoked_at: datetime | None
-    per_minute: int | None = None
-    """Requests per minute this key may make (None: the default, 60)."""
-    policy: KeyPolicy = KeyPolicy()  # the key's own approval policy (issue 21, finding 7)
 
 
 @dataclass(frozen=True)
@@ -86,101 +70,6 @@ class ApiRequestLink:
     key_name: str
     idempotency_key: str | None
     callback_url: str | None
-
-
-def _key(row: Any) -> ApiKey:
-    return ApiKey(
-        name=row.name,
-        webhook_secret=row.webhook_secret,
-        channels=tuple(row.channels or ()),
-        created_at=row.created_at,
-        revoked_at=row.revoked_at,
-        per_minute=row.per_minute,
-        policy=KeyPolicy(
-            approvers=tuple(row.approvers) if row.approvers else None,
-            min_approvals=row.min_approvals,
-            allow_self_approval=row.allow_self_approval,
-            expires_in=row.expires_in,
-        ),
-    )
-
-
-async def set_key_quota(db: Database, name: str, per_minute: int | None) -> bool:
-    """Set a key's requests per minute (None: the default); False when there is no such key."""
-    async with db.write() as conn:
-        result = await conn.execute(
-            api_keys.update().where(api_keys.c.name == name).values(per_minute=per_minute)
-        )
-    return result.rowcount == 1
-
-
-# -- keys -------------------------------------------------------------------------------------
-
-
-async def create_key(
-    db: Database,
-    name: str,
-    token: str,
-    webhook_secret: str,
-    channels: list[str],
-    *,
-    approvers: list[str] | None = None,
-    min_approvals: int | None = None,
-    allow_self_approval: bool | None = None,
-    expires_in: int | None = None,
-) -> bool:
-    """Store a key (hashed) with its own policy (None: not set); False when the name is
-    taken."""
-    try:
-        async with db.write() as conn:
-            await conn.execute(
-                api_keys.insert().values(
-                    name=name,
-                    key_hash=key_hash(token),
-                    webhook_secret=webhook_secret,
-                    channels=channels,
-                    created_at=utcnow(),
-                    approvers=approvers or None,
-                    min_approvals=min_approvals,
-                    allow_self_approval=allow_self_approval,
-                    expires_in=expires_in,
-                )
-            )
-    except IntegrityError:
-        return False
-    return True
-
-
-async def list_keys(db: Database) -> list[ApiKey]:
-    async with db.read() as conn:
-        rows = (await conn.execute(sa.select(api_keys).order_by(api_keys.c.name))).all()
-    return [_key(r) for r in rows]
-
-
-async def revoke_key(db: Database, name: str) -> bool:
-    async with db.write() as conn:
-        result = await conn.execute(
-            api_keys.update()
-            .where(api_keys.c.name == name, api_keys.c.revoked_at.is_(None))
-            .values(revoked_at=utcnow())
-        )
-    return result.rowcount == 1
-
-
-async def key_for_token(db: Database, token: str) -> ApiKey | None:
-    """The live key this token is, or None (unknown or revoked)."""
-    query = sa.select(api_keys).where(
-        api_keys.c.key_hash == key_hash(token), api_keys.c.revoked_at.is_(None)
-    )
-    async with db.read() as conn:
-        row = (await conn.execute(query)).first()
-    return _key(row) if row else None
-
-
-async def get_key(db: Database, name: str) -> ApiKey | None:
-    async with db.read() as conn:
-        row = (await conn.execute(sa.select(api_keys).where(api_keys.c.name == name))).first()
-    return _key(row) if row else None
 
 
 # -- requests ---------------------------------------------------------------------------------
@@ -231,16 +120,36 @@ async def _earlier(db: Database, new: NewApiRequest, digest: str) -> str | None:
     return str(row.request_id)
 
 
-async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
+@dataclass(frozen=True)
+class StoredApiRequest:
+    """What `create_request` stored (or found, for an idempotency key used before)."""
+
+    request: ApprovalRequestRecord
+    run: RunRecord
+    created: bool
+
+
+async def create_request(db: Database, new: NewApiRequest) -> StoredApiRequest:
+    """Store the run and its one pending request, audited (`api_request` by the key), and
+    read them back, in one transaction. With an idempotency key already used by this key for
+    the same request, the earlier request (`created` False); for another request,
+    IdempotencyConflict. None of it when the request vanished meanwhile (LookupError)."""
+    request_id, created = await _create(db, new)
+    if created is not None:
+        return created
+    found = await request_and_run(db, request_id)
+    if found is None:
+        raise LookupError(request_id)
+    return StoredApiRequest(found[0], found[1], False)
+
+
+async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiRequest | None]:
     # Longer than 60 lines because creating a request is one transaction (idempotent).
-    """Store the run and its one pending request; (request id, created). With an idempotency
-    key already used by this key for the same request, the earlier request's id and False;
-    for another request, IdempotencyConflict."""
     digest = body_hash(new)
     if new.idempotency_key is not None:
         found = await _earlier(db, new, digest)
         if found is not None:
-            return found, False
+            return found, None
     now = utcnow()
     run_id, request_id = uuid.uuid4().hex, uuid.uuid4().hex
     try:
@@ -299,14 +208,28 @@ async def create_request(db: Database, new: NewApiRequest) -> tuple[str, bool]:
                     body_hash=digest,
                 )
             )
+            await add_audit(
+                conn,
+                now=now,
+                actor=API_AGENT_PREFIX + new.key_name,
+                action="api_request",
+                run_id=run_id,
+                call_id=f"api:{request_id}",
+                request_id=request_id,
+                tool_name=new.tool_name,
+                arguments=new.arguments,
+                outcome="ok",
+            )
+            (request,) = await fetch(conn, sa.select(req).where(req.c.id == request_id))
+            run = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).one()
     except IntegrityError:
         if new.idempotency_key is None:
             raise
         found = await _earlier(db, new, digest)
         if found is None:
             raise
-        return found, False
-    return request_id, True
+        return found, None
+    return request_id, StoredApiRequest(request, run_record(run), True)
 
 
 async def key_owns_thread(db: Database, key_name: str, channel_id: str, thread_ts: str) -> bool:
@@ -398,3 +321,22 @@ async def end_run(db: Database, request: ApprovalRequestRecord) -> None:
             )
             .values(status=status, pause_kind=None, updated_at=utcnow())
         )
+
+
+__all__ = [
+    "API_AGENT_PREFIX",
+    "ApiKey",
+    "ApiRequestLink",
+    "IdempotencyConflict",
+    "KeyPolicy",
+    "NewApiRequest",
+    "StoredApiRequest",
+    "create_key",
+    "create_request",
+    "get_key",
+    "key_for_token",
+    "key_hash",
+    "list_keys",
+    "revoke_key",
+    "set_key_quota",
+]

@@ -24,7 +24,7 @@ from bot.service.policy.effective import Policies
 from bot.service.policy.rules import EffectivePolicy
 from bot.service.presenting import SafePresenter
 from store import ApprovalRequestRecord, RunRecord, Store
-from store.api import ApiKey, ApiRequestLink, IdempotencyConflict, NewApiRequest
+from store.api import ApiKey, ApiRequestLink, IdempotencyConflict, NewApiRequest, StoredApiRequest
 
 log = logging.getLogger("sayso.api")
 
@@ -171,18 +171,14 @@ class ApiRequests:
         if refused is not None:  # Slack would never show the card there
             log.info("event=api_card_refused key=%s error=%s", key.name, refused)
             raise ApiRefusal(refused, f"channel: Slack refuses cards there ({refused})", slack=True)
-        request_id, created = await self._create_request(new)
-        found = await self._get(request_id)
-        if found is None:
-            raise ApiRefusal("not_found", "The request no longer exists.")
-        request, run = found
-        if not created:
+        stored = await self._create_request(new)  # audited in the same transaction
+        request = stored.request
+        if not stored.created:
             return Created(request, False)
         # the card is an outbox row: posted by the dispatcher (through outages and rate
         # limits); its ts becomes the request's message_ts (and the run's thread) when posted
-        await self.show.inner.post_card(run, request)
-        await self._audit_created(key, request, "ok")
-        log.info("event=api_request_created key=%s request_id=%s", key.name, request_id)
+        await self.show.inner.post_card(stored.run, request)
+        log.info("event=api_request_created key=%s request_id=%s", key.name, request.id)
         return Created(request, True)
 
     async def answered_by_caller(
@@ -194,13 +190,7 @@ class ApiRequests:
         other answered request."""
         if new.kind != "hitl":
             raise ApiRefusal("invalid", "kind: only a question can be answered by its caller")
-        request_id, created = await self._create_request(new)
-        found = await self._get(request_id)
-        if found is None:
-            raise ApiRefusal("not_found", "The request no longer exists.")
-        request = found[0]
-        if created:
-            await self._audit_created(key, request, "ok")
+        request_id = (await self._create_request(new)).request.id
         answered = await self.decider.answer_for_caller(
             request_id, API_AGENT_PREFIX + key.name, answer, how
         )
@@ -209,7 +199,7 @@ class ApiRequests:
         log.info("event=api_request_answered_by_caller key=%s request_id=%s", key.name, request_id)
         return answered
 
-    async def _create_request(self, new: NewApiRequest) -> tuple[str, bool]:
+    async def _create_request(self, new: NewApiRequest) -> StoredApiRequest:
         try:
             return await self.store.api.create_request(new)
         except IdempotencyConflict:
@@ -218,20 +208,8 @@ class ApiRequests:
                 f"idempotency_key: {new.idempotency_key!r} was used for a different request "
                 "(use a new key for a new request)",
             ) from None
-
-    async def _audit_created(
-        self, key: ApiKey, request: ApprovalRequestRecord, outcome: str
-    ) -> None:
-        await self.store.audit.record(
-            actor=API_AGENT_PREFIX + key.name,
-            action="api_request",
-            run_id=request.spec.run_id if outcome == "ok" else None,
-            call_id=request.spec.call_id,
-            request_id=request.id,
-            tool_name=request.spec.tool_name,
-            arguments=request.spec.arguments,
-            outcome=outcome,
-        )
+        except LookupError:
+            raise ApiRefusal("not_found", "The request no longer exists.") from None
 
     async def _get(self, request_id: str) -> tuple[ApprovalRequestRecord, RunRecord] | None:
         return await self.store.api.request_and_run(request_id)

@@ -73,9 +73,10 @@ class ApiRepository:
 
     # -- requests --------------------------------------------------------------------------
 
-    async def create_request(self, new: NewApiRequest) -> tuple[str, bool]:
-        """(the request's id, created now); an idempotency key used before gives the earlier
-        request (`IdempotencyConflict` when its body differs)."""
+    async def create_request(self, new: NewApiRequest) -> api_ops.StoredApiRequest:
+        """The request and its run, stored and audited in one transaction (`created`); an
+        idempotency key used before gives the earlier request (`IdempotencyConflict` when its
+        body differs)."""
         return await api_ops.create_request(self._db, new)
 
     async def key_owns_thread(self, key_name: str, channel_id: str, thread_ts: str) -> bool:

@@ -218,8 +218,9 @@ async def test_api_titles_and_context_are_encrypted(make_store: StoreFactory) ->
         idempotency_key=None,
         callback_url=None,
     )
-    request_id, created = await api_ops.create_request(store.db, new)
-    assert created
+    stored = await api_ops.create_request(store.db, new)
+    assert stored.created
+    request_id = stored.request.id
     raw = await _raw_rows(store)
     assert title not in raw and said not in raw
     request = await store.requests.get(request_id)

@@ -124,7 +124,7 @@ LONG_FUNCTIONS = {
     ("bot/mcp/tools.py", "build_server"),
     ("bot/slack/blocks/markdown.py", "markdown_messages"),
     ("store/accessor.py", "save"),
-    ("store/api.py", "create_request"),
+    ("store/api.py", "_create"),
     ("store/decisions.py", "decide"),
     ("store/migrations/versions/0001_initial.py", "upgrade"),
 }
