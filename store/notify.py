@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from bot.agent.util import wait_set
 from store.db import Database
 
 log = logging.getLogger("sayso.store")
@@ -88,9 +89,7 @@ class ChannelListener:
                 if self.on_connected is not None:
                     self.on_connected()
                 while not self._lost.is_set():
-                    try:
-                        await asyncio.wait_for(self._lost.wait(), timeout=5.0)
-                    except TimeoutError:
+                    if not await wait_set(self._lost, 5.0):
                         await conn.execute("SELECT 1")  # notices a silently dropped socket
             except asyncio.CancelledError:
                 if conn is not None:

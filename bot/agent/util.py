@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
@@ -15,6 +16,18 @@ T = TypeVar("T")
 def utcnow() -> datetime:
     """The current time, timezone-aware, in UTC (what runs and the store record)."""
     return datetime.now(UTC)
+
+
+async def wait_set(event: asyncio.Event, seconds: float) -> bool:
+    """Wait for `event`, at most `seconds`; True when it was set. Never swallows a
+    cancellation: on Python 3.11 `asyncio.wait_for` returns normally when the task is
+    cancelled just as the event is set, and a loop built on it then never stops."""
+    try:
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
 
 
 async def maybe_await(value: T | Awaitable[T]) -> T:

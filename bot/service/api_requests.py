@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.agent.schema_tool import API_AGENT_PREFIX, schema_errors_off_loop
+from bot.agent.util import wait_set
 from bot.service.decide import Decider
 from bot.service.events import Events, RequestSettled
 from bot.service.notifier import RequestNotifier
@@ -236,10 +237,7 @@ class ApiRequests:
                 left = deadline - asyncio.get_running_loop().time()
                 if left <= 0:
                     break
-                try:
-                    await asyncio.wait_for(waiter.event.wait(), min(left, SAFETY_RECHECK))
-                except TimeoutError:
-                    pass
+                await wait_set(waiter.event, min(left, SAFETY_RECHECK))
                 # settled here: the decision itself; else (another replica, the safety
                 # re-check) as the store has it
                 request = waiter.take() or await self.store.requests.get(request_id) or request

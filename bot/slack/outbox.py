@@ -26,6 +26,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent.util import wait_set
 from bot.slack.outbox_calls import Calls
 from bot.slack.outbox_send import OutboxStats, RowSender, bare_client
 from bot.slack.pacing import Pacer
@@ -184,14 +185,13 @@ class OutboxDispatcher(RowSender):
         """Claims only when something may be due: a put, a post that unblocks rows, a freed
         slot while rows were left unclaimed, or the time the store said the next row is due
         (returned with each claim). An idle dispatcher makes no query but its sweep."""
-        while True:
+        while not self._stopping:
             self._woken.clear()
             try:
                 if self.exclusive and not await self._lead():  # standing by
                     if time.monotonic() - self._last_sweep >= self.sweep_interval:
                         await self.refresh_stats()
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._woken.wait(), self.sweep_interval)
+                    await wait_set(self._woken, self.sweep_interval)
                     continue
                 if self._claim_wanted or time.monotonic() >= self._due_at:
                     await self._claim()
@@ -205,8 +205,7 @@ class OutboxDispatcher(RowSender):
                 self._claim_wanted = True
                 wait = self.sweep_interval
             if wait > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._woken.wait(), wait)
+                await wait_set(self._woken, wait)
             else:  # never a round without giving the event loop a turn
                 await asyncio.sleep(0)
 

@@ -55,6 +55,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.agent.util import wait_set
 from bot.testing.anthropic_api import (
     anthropic_message,
     check_messages_request,
@@ -276,10 +277,7 @@ class FakeModelServer:
 
     async def _sleep(self, seconds: float) -> None:
         if seconds > 0:
-            try:
-                await asyncio.wait_for(self._closing.wait(), timeout=seconds)
-            except TimeoutError:
-                pass
+            await wait_set(self._closing, seconds)
 
     @staticmethod
     def _error(status: int, message: str, retry_after: float | None = None) -> web.Response:
