@@ -112,6 +112,7 @@ async def test_expiry_and_cancel(harness: Harness) -> None:
         assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
         again = await client.post(f"/v1/requests/{pending['id']}/cancel")
         assert again.json()["status"] == "cancelled"
+    await h.idle()  # the card's update goes through the outbox
     card = card_of(h, pending["message_ts"])
     assert not has_button(card, "approve") and "cancel" in message_text(card).lower()
 
