@@ -56,3 +56,16 @@ async def cluster(
         yield c
     finally:
         c.stop_all()
+
+
+@pytest.fixture
+async def sqlite_cluster(
+    tmp_path: Path, sandbox: SlackSandbox, model: FakeModelServer
+) -> AsyncIterator[Cluster]:
+    """One replica process on a SQLite file (never split: SQLite is one process's database)."""
+    c = Cluster(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'sayso.db'}", sandbox, model)
+    c.split = False
+    try:
+        yield c
+    finally:
+        c.stop_all()

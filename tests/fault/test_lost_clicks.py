@@ -12,14 +12,12 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
 from bot.sandbox import SlackSandbox
-from bot.testing import FakeModelServer
 from store import Store
 from tests.fault.agents import ANSWER, HELPER_DONE, executions
 from tests.fault.cluster import Cluster, Replica
@@ -195,18 +193,6 @@ async def test_a_click_acked_by_a_killed_replica_is_applied_once_by_another(
     async with open_store(cluster.db_url) as store:
         await applied_once(cluster, store, kind)
     assert_replayed(b)
-
-
-@pytest.fixture
-async def sqlite_cluster(
-    tmp_path: Path, sandbox: SlackSandbox, model: FakeModelServer
-) -> AsyncIterator[Cluster]:
-    c = Cluster(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'sayso.db'}", sandbox, model)
-    c.split = False  # one process on a SQLite file
-    try:
-        yield c
-    finally:
-        c.stop_all()
 
 
 @pytest.mark.parametrize("name", ["approve", "review", "thread_reply"])

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +16,6 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.sandbox import SlackSandbox
-from bot.testing import FakeModelServer
 from tests.fault.agents import ANSWER, executions
 from tests.fault.cluster import Cluster, Replica
 from tests.fault.slack import has_button, message_text
@@ -158,18 +155,6 @@ async def outage_then_crash(cluster: Cluster) -> None:
     assert [sum(ANSWER in message_text(m) for m in t[1:]) for t in threads(sb)] == [1] * (RUNS + 1)
     assert twice(sb) == []
     assert "Traceback" not in again.log(), again.log()[-6000:]
-
-
-@pytest.fixture
-async def sqlite_cluster(
-    tmp_path: Path, sandbox: SlackSandbox, model: FakeModelServer
-) -> AsyncIterator[Cluster]:
-    c = Cluster(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'sayso.db'}", sandbox, model)
-    c.split = False  # one process on a SQLite file
-    try:
-        yield c
-    finally:
-        c.stop_all()
 
 
 async def test_killed_during_an_outage_and_restarted_after_it_converges_once(
