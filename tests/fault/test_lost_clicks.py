@@ -170,6 +170,16 @@ async def killed_after_ack(replica: Replica) -> None:
     assert "event=fault_injected" in replica.log()
 
 
+async def restarted(cluster: Cluster) -> Replica:
+    """replica-a started again after its death, under the same replica id (SQLite)."""
+    return await cluster.start(
+        "replica-a-restarted",
+        lease_seconds=LEASE,
+        sweep_interval=SWEEP,
+        env={"SAYSO_REPLICA_ID": "replica-a"},
+    )
+
+
 def assert_replayed(replica: Replica) -> None:
     log = replica.log()
     assert "event=intake_replayed" in log, log[-4000:]
@@ -207,12 +217,7 @@ async def test_on_sqlite_the_restarted_process_applies_a_click_it_acked(
         sb.bot_url = a.url
     assert await interact(sb, kind, message, healthy=a, dying=a) == 200
     await killed_after_ack(a)
-    again = await cluster.start(
-        "replica-a-restarted",
-        lease_seconds=LEASE,
-        sweep_interval=SWEEP,
-        env={"SAYSO_REPLICA_ID": "replica-a"},
-    )
+    again = await restarted(cluster)
     async with open_store(cluster.db_url) as store:
         await applied_once(cluster, store, kind)
     assert_replayed(again)
@@ -280,11 +285,6 @@ async def test_on_sqlite_the_restarted_process_starts_a_command_it_acked(
     sb.bot_url = a.url
     assert (await ASKED["command"](sb)).status == 200
     await killed_after_ack(a)
-    again = await cluster.start(
-        "replica-a-restarted",
-        lease_seconds=LEASE,
-        sweep_interval=SWEEP,
-        env={"SAYSO_REPLICA_ID": "replica-a"},
-    )
+    again = await restarted(cluster)
     await started_once(cluster)
     assert_replayed(again)
