@@ -73,6 +73,12 @@ class OutboxReads:
             row = (await conn.execute(sa.select(ob).where(ob.c.key == key))).first()
         return outbox_row(row._mapping) if row else None
 
+    async def with_prefix(self, prefix: str) -> list[OutboxRow]:
+        """The rows whose key starts with `prefix` (a run's answer rows, after a crash)."""
+        query = sa.select(ob).where(ob.c.key.startswith(prefix, autoescape=True))
+        async with self.db.read() as conn:
+            return [outbox_row(row._mapping) for row in (await conn.execute(query)).all()]
+
     async def ts_of(self, key: str) -> str | None:
         """The Slack ts of the row's message once posted (None before)."""
         async with self.db.read() as conn:

@@ -106,6 +106,8 @@ class RunRecord:
     lease_expires_at: datetime | None
     state: str | None
     state_schema_version: int | None
+    shown_version: int | None = None
+    """The version whose end was put to Slack (see `store.runs.mark_shown`)."""
 
     @cached_property
     def result(self) -> RunResult | None:

@@ -251,6 +251,40 @@ async def lapsed_runs(db: Database, now: datetime | None, limit: int) -> list[st
         return list((await conn.scalars(query)).all())
 
 
+SHOWN_STATUSES = ("completed", "failed")  # ends whose answer or failure the thread shows
+
+
+async def mark_shown(db: Database, run_id: str, version: int) -> None:
+    """The run's end, as saved at `version`, was put to Slack (a later save is shown anew)."""
+    async with db.write() as conn:
+        await conn.execute(
+            runs.update()
+            .where(runs.c.id == run_id, runs.c.version == version)
+            .values(shown_version=version)
+        )
+
+
+async def unshown_runs(
+    db: Database, ended_before: datetime, ended_after: datetime, limit: int
+) -> list[str]:
+    """Runs that completed or failed between the two times and whose end was never put to
+    Slack: the process that ended them died before it showed them."""
+    query = (
+        sa.select(runs.c.id)
+        .where(
+            runs.c.status.in_(SHOWN_STATUSES),
+            runs.c.updated_at <= ended_before,
+            runs.c.updated_at >= ended_after,
+            runs.c.channel_id.is_not(None),
+            sa.or_(runs.c.shown_version.is_(None), runs.c.shown_version < runs.c.version),
+        )
+        .order_by(runs.c.updated_at)
+        .limit(limit)
+    )
+    async with db.read() as conn:
+        return list((await conn.scalars(query)).all())
+
+
 async def purge(db: Database, older_than: timedelta) -> int:
     """Delete ended runs last updated before now - older_than, with their requests and the
     requests' approvers and webhook deliveries."""

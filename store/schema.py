@@ -68,6 +68,9 @@ runs = sa.Table(
     sa.Column("lease_expires_at", UTCDateTime),
     sa.Column("state", EncryptedText),
     sa.Column("state_schema_version", sa.Integer),
+    # The version whose end (answer, failure, status) was put to Slack: a completed or failed
+    # run with an older one was never shown (its process died first); the sweep shows it.
+    sa.Column("shown_version", sa.Integer),
     sa.Index("ix_runs_thread", "channel_id", "thread_ts"),
     sa.Index("ix_runs_status_lease", "status", "lease_expires_at"),
     sa.Index("ix_runs_status_created", "status", "created_at"),

@@ -65,11 +65,14 @@ class Answered:
 
     text: str
     truncated: bool = False
+    again: bool = False
+    """Shown again after a crash: what was put before stays, only what is missing is put."""
 
 
 @dataclass(frozen=True)
 class Failed:
     error: str
+    again: bool = False
 
 
 @dataclass(frozen=True)

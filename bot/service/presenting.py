@@ -33,8 +33,14 @@ class SafePresenter:
     async def open_thread(self, run: RunRecord, *, queued_ahead: int = 0) -> str:
         return await self.inner.open_thread(run, queued_ahead=queued_ahead)
 
-    async def run_changed(self, run: RunRecord, change: RunChange = STATUS) -> None:
-        await self._safely(self.inner.run_changed(run, change), "run_changed", run.id)
+    async def run_changed(self, run: RunRecord, change: RunChange = STATUS) -> bool:
+        """Show the change; False when the presenter failed (logged)."""
+        try:
+            await self.inner.run_changed(run, change)
+            return True
+        except Exception:
+            log.exception("event=presenter_failed verb=run_changed run_id=%s", run.id)
+            return False
 
     async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> CardPlace | None:
         return await self._safely(self.inner.post_card(run, request), "post_card", run.id)

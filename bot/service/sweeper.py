@@ -21,6 +21,7 @@ log = logging.getLogger("sayso.service")
 
 PURGE_EVERY = timedelta(hours=1)
 CARD_GRACE = timedelta(seconds=30)  # the pausing process posts cards well within this
+END_LOOKBACK = timedelta(days=1)  # older unshown ends are left alone (nobody awaits them)
 
 
 class Sweeper:
@@ -60,6 +61,8 @@ class Sweeper:
             await self.driver.continue_run(run_id)
         for run_id in await self.store.requests.runs_missing_cards(now - CARD_GRACE):
             await self.presenting.repost_cards(run_id)
+        for run_id in await self.store.runs.unshown(now - self._end_grace(), now - END_LOOKBACK):
+            await self.presenting.show_unshown(run_id)
         if self.settings.remind_after is not None:
             for request in await self.store.requests.due_reminders(
                 now - self.settings.remind_after, now
@@ -72,6 +75,12 @@ class Sweeper:
             purged = await self.store.purge(self.settings.retention)
             if purged:
                 log.info("event=purged runs=%d older_than=%s", purged, self.settings.retention)
+
+    def _end_grace(self) -> timedelta:
+        """How long the process that ended a run has to show it: it does so at once, and one
+        that has not within twice its lease time is presumed dead (it renews leases far more
+        often); at least 10 s."""
+        return timedelta(seconds=max(10.0, 2 * self.settings.lease_seconds))
 
     async def _escalated(self, request: ApprovalRequestRecord) -> None:
         """Tell the thread (mentioning who is called in) and show it on the card."""

@@ -180,9 +180,9 @@ class SlackPresenter:
         elif change == "activity":
             await self.show_activity(run)
         elif isinstance(change, Answered):
-            await self.post_answer(run, change.text, change.truncated)
+            await self.post_answer(run, change)
         elif isinstance(change, Failed):
-            await self.post_failure(run, change.error)
+            await self.post_failure(run, change)
         elif isinstance(change, Cancelled):
             self._streams.pop(run.id, None)
             await self._post(run, f"cancelled:{run.id}", messages.run_cancelled(change.by))
@@ -307,27 +307,66 @@ class SlackPresenter:
         self._streams[run.id] = AnswerStream(self.outbox, run)
         return self._streams[run.id]
 
-    async def post_answer(self, run: RunRecord, text: str, truncated: bool = False) -> None:
+    async def post_answer(self, run: RunRecord, answer: Answered) -> None:
         """The formatted answer: the open stream stops with its first message's blocks, or
-        it is posted; a long answer's other messages follow it in order."""
-        posted = messages.final_answer(text, run_info(run), truncated=truncated)
+        it is posted; a long answer's other messages follow it in order. Shown `again` (after
+        a crash), only the messages never put are put."""
+        posted = messages.final_answer(answer.text, run_info(run), truncated=answer.truncated)
         stream = self._streams.pop(run.id, None)
         if not run.channel_id:
             return
-        if stream is not None and stream.open:
+        only = "new" if answer.again else None
+        if answer.again:
+            previous = await self._answer_again(run, posted[0])
+        elif stream is not None and stream.open:
             previous = await stream.finish(posted[0])
         else:
             previous = f"answer:{run.id}:final"
             await self.writes.message(previous, run.channel_id, posted[0], **_thread(run))
         for n, message in enumerate(posted[1:], start=1):
             key = f"{previous.split('+')[0]}+{n}"
-            await self.writes.message(key, run.channel_id, message, after=previous, **_thread(run))
+            await self.writes.message(
+                key, run.channel_id, message, after=previous, only=only, **_thread(run)
+            )
             previous = key
 
-    async def post_failure(self, run: RunRecord, error: str) -> None:
+    async def _answer_again(self, run: RunRecord, first: dict[str, Any]) -> str:
+        """The key of the answer's first message after a crash: the one put before, else the
+        stream left open (stopped now with the answer's blocks), else a new post."""
+        rows = [r for r in await self.outbox.with_prefix(f"answer:{run.id}:") if "+" not in r.key]
+        for row in rows:
+            streamed_answer = row.payload.get("final") and not row.payload.get("as_streamed")
+            if row.key.endswith(":final") or (row.kind == "stream" and streamed_answer):
+                return row.key
+        open_streams = [r for r in rows if r.kind == "stream" and not r.payload.get("final")]
+        if open_streams:
+            row = max(open_streams, key=lambda r: r.created_at)
+            payload = {**row.payload, **first, "final": True}
+            await self.outbox.put(
+                row.key,
+                kind="stream",
+                channel=row.channel,
+                thread_ts=row.thread_ts,
+                payload=payload,
+            )
+            return row.key
+        key = f"answer:{run.id}:final"
+        await self.writes.message(key, run.channel_id, first, only="new", **_thread(run))
+        return key
+
+    async def post_failure(self, run: RunRecord, failed: Failed) -> None:
+        """The failure, once per saved failure (its version: a retried run fails anew)."""
         self._streams.pop(run.id, None)
-        message = messages.run_failed(run_info(run, error), error)
-        await self._post(run, f"failure:{run.id}:{_unique()}", message)
+        if not run.channel_id:
+            return
+        message = messages.run_failed(run_info(run, failed.error), failed.error)
+        await self.writes.message(
+            f"failure:{run.id}:{run.version}",
+            run.channel_id,
+            message,
+            only="new" if failed.again else None,
+            **_thread(run),
+        )
 
     async def refresh_home(self, user_id: str) -> None:
         if self.homes is not None:

@@ -68,6 +68,16 @@ class RunRepository:
         """The newest runs first, optionally of one status or one requester."""
         return await run_ops.list_runs(self._db, status=status, requester=requester, limit=limit)
 
+    async def mark_shown(self, run_id: str, version: int) -> None:
+        """The run's end as saved at `version` is in Slack's outbox (answer, failure, status)."""
+        await run_ops.mark_shown(self._db, run_id, version)
+
+    async def unshown(
+        self, ended_before: datetime, ended_after: datetime, limit: int = 100
+    ) -> builtins.list[str]:
+        """Completed or failed runs whose end was never shown (their process died first)."""
+        return await run_ops.unshown_runs(self._db, ended_before, ended_after, limit)
+
     # -- leases ----------------------------------------------------------------------------
 
     async def claim(self, run_id: str) -> Lease | None:

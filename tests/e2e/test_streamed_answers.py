@@ -10,6 +10,7 @@ import pytest
 
 from bot.agent import Agent
 from bot.agent.models import AnthropicModel, ModelSettings
+from bot.service.runs.present import RunPresenter
 from tests.e2e.agents import make_agents
 from tests.e2e.flows import DEPLOY
 from tests.e2e.harness import Harness, message_text
@@ -121,3 +122,37 @@ async def test_an_answer_cut_off_at_the_output_limit_says_so(harness: Harness) -
     await h.sandbox.slash_command("U_REQUESTER", "ops how did it go")
     await h.sandbox.wait_for(lambda sb: "cut off" in h.thread_text(), timeout=10)
     assert "The deploy went fine and then" in h.thread_text()
+
+
+async def test_a_streamed_answer_whose_process_never_showed_it_is_finished_once(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process that completed a streamed run dies before showing its end (fault
+    injection: it never shows it): the sweep stops the stream left open with the formatted
+    answer, in the same message (no second post)."""
+    shown_once = RunPresenter.show_end
+
+    async def died_first(self: RunPresenter, run: Any, result: Any, *, again: bool = False) -> None:
+        if again:
+            await shown_once(self, run, result, again=again)
+
+    monkeypatch.setattr(RunPresenter, "show_end", died_first)
+    h = harness
+    h.model.stream_delay = 0.06  # streams for more than a second: the stream is open
+    h.model.reply(text=ANSWER)
+    await h.sandbox.slash_command("U_REQUESTER", "ops how is staging")
+    await h.sandbox.wait_for(lambda sb: _calls(h, "chat.startStream"), timeout=10)
+    answers = await h.sandbox.wait_for(
+        lambda sb: [
+            m for m in _answers(h) if [b for b in m.get("blocks", []) if b["type"] == "table"]
+        ],
+        timeout=40,
+    )
+    await h.idle()
+    assert len(_answers(h)) == 1 and len(h.thread()) == 2  # the stream's message, formatted
+    assert len(_calls(h, "chat.startStream")) == 1 and len(_calls(h, "chat.stopStream")) == 1
+    assert not [c for c in _calls(h, "chat.postMessage") if c.args.get("thread_ts")]
+    assert "v2 is live" in message_text(answers[0])
+    assert h.bot is not None
+    runs = await h.bot.store.runs.list()
+    assert [(r.status, r.shown_version == r.version) for r in runs] == [("completed", True)]

@@ -93,6 +93,7 @@ class Cluster:
         hang: float = 0.0,
         die_after_decision: bool = False,
         die_before: str | None = None,
+        die_showing_end: str | None = None,
         lease_seconds: float = 2,
         sweep_interval: float = 0.3,
         min_approvals: int = 1,
@@ -104,7 +105,8 @@ class Cluster:
         tests/fault/replica.py). A "replica" of a split cluster is both halves, started
         together; `die_after_decision` then applies to the front, which takes decisions.
         `die_before` names a `Service` method: the replica dies right after acking the first
-        interaction that calls it (tests/fault/replica.py)."""
+        interaction that calls it (tests/fault/replica.py); `die_showing_end` ("put" or
+        "mark"): it dies between a run's end and its showing."""
         port = free_port()
         environ = {
             **os.environ,
@@ -140,6 +142,8 @@ class Cluster:
         ]
         if escalate_after is not None:
             cmd += ["--escalate-after", str(escalate_after)]
+        if die_showing_end is not None:  # the front or the worker: whichever ends the run
+            cmd += ["--die-showing-end", die_showing_end]
         split = role == "replica" and self.split
         front_cmd = [*cmd, "--role", "front" if split else role]
         if die_after_decision:

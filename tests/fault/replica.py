@@ -2,7 +2,7 @@
 
     python -m tests.fault.replica --port 4001 --effects /tmp/effects.jsonl \
         [--model-url URL] [--hang SECONDS] [--die-after-decision] [--min-approvals N]
-        [--escalate-after SECONDS] [--die-before METHOD]
+        [--escalate-after SECONDS] [--die-before METHOD] [--die-showing-end {put,mark}]
 
 Slack, database, lease and sweep settings come from the environment as for `sayso run`
 (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, DATABASE_URL, SAYSO_LEASE_SECONDS,
@@ -21,6 +21,10 @@ replica so, and a split replica's worker in its front's group) the whole group d
 (`decide`, `cancel`, `thread_reply`, `start`) waits until the interaction's ack has gone out
 (the listener acked before calling it), then SIGKILLs the process group: the click was
 acknowledged and recorded, and never processed here.
+
+`--die-showing-end put` SIGKILLs the process that ended a run after the end was saved and
+before anything of it was put in the outbox; `mark`: after all of it was put, before the run
+was marked shown. Either way another process must show the end once.
 """
 
 from __future__ import annotations
@@ -41,7 +45,9 @@ from bot.serve import serve_worker, wait_for_stop
 from bot.service import Service
 from bot.service.registry import AgentRegistry
 from bot.service.runs.drive import RunDriver as Runner
+from bot.service.runs.present import RunPresenter
 from store import Lease
+from store.repos.runs import RunRepository
 from tests.fault.agents import make_agents
 
 log = logging.getLogger("sayso.fault")
@@ -89,6 +95,22 @@ def die_after_decision() -> None:
     Runner.drive_claimed = dying_claimed  # type: ignore[method-assign]
 
 
+def die_showing_end(where: str) -> None:
+    """SIGKILL between a run's end and its showing: before the puts or before the mark."""
+    if where == "put":
+
+        async def before_put(self: RunPresenter, run: Any, *args: Any, **kwargs: Any) -> None:
+            _die(f"run_id={run.id} ended, before showing it")
+
+        RunPresenter.show_end = before_put  # type: ignore[method-assign]
+        return
+
+    async def before_mark(self: RunRepository, run_id: str, version: int) -> None:
+        _die(f"run_id={run_id} shown, before marking it")
+
+    RunRepository.mark_shown = before_mark  # type: ignore[method-assign]
+
+
 async def serve(args: argparse.Namespace) -> None:
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     setup_logging(settings.sayso_log_level)
@@ -126,7 +148,10 @@ def main() -> None:
     p.add_argument("--escalate-after", type=float, default=None)
     p.add_argument("--role", choices=["replica", "front", "worker"], default="replica")
     p.add_argument("--die-before", default=None)
+    p.add_argument("--die-showing-end", choices=["put", "mark"], default=None)
     args = p.parse_args()
+    if args.die_showing_end:
+        die_showing_end(args.die_showing_end)
     if args.die_before:
         die_before(args.die_before)
     if args.die_after_decision:

@@ -85,11 +85,11 @@ async def test_a_reply_waits_for_its_thread_and_order(outbox: Outbox) -> None:
 
 
 async def test_a_delayed_put_coalesces_and_keeps_its_time(outbox: Outbox) -> None:
-    await outbox.put("status:r1", channel="C1", text="1", delay=0.3)
+    await outbox.put("status:r1", channel="C1", text="1", delay=1.0)
     assert await outbox.claim_due("a") == []
-    await asyncio.sleep(0.2)
-    await outbox.put("status:r1", channel="C1", text="2", delay=0.3)  # keeps the first time
-    await asyncio.sleep(0.15)
+    await asyncio.sleep(0.6)
+    await outbox.put("status:r1", channel="C1", text="2", delay=1.0)  # keeps the first time
+    await asyncio.sleep(0.5)
     (row,) = await outbox.claim_due("a")
     assert row.payload["text"] == "2"
 

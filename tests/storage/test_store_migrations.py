@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
+from bot.agent.util import utcnow
 from store.migrate import VERSION_TABLE, upgrade
 from store.schema import metadata
 from tests.storage.store_helpers import StoreFactory, paused_run
 
-HEAD = "0010_api_quota"
+HEAD = "0011_run_shown"
 TABLES = {
     "runs",
     "approval_requests",
@@ -124,3 +126,22 @@ async def test_an_older_release_starts_on_a_schema_a_newer_one_migrated(
         await conn.execute(sa.text(f"UPDATE {VERSION_TABLE} SET version_num = '9999_future'"))
     await s.upgrade()  # no "Can't locate revision": nothing to do
     assert await _head(s) == "9999_future"
+
+
+async def test_runs_ended_before_the_upgrade_count_as_shown(make_store: StoreFactory) -> None:
+    """0011 adds `shown_version`: a run that ended under the previous release is not shown a
+    second time by the sweep after the upgrade."""
+    s = await make_store()
+    await upgrade(s.db, "0010_api_quota")
+    async with s.db.write() as conn:
+        await conn.execute(
+            sa.text(
+                "INSERT INTO runs (id, agent_id, status, pause_seq, channel_id, request_text,"
+                " created_at, updated_at, version) VALUES ('old', 'ops', 'completed', 0, 'C1',"
+                " 'x', '2026-12-01 10:00:00', '2026-12-01 10:00:00', 7)"
+            )
+        )
+    await s.upgrade()
+    old = await s.runs.get("old")
+    assert old is not None and old.shown_version == old.version == 7
+    assert await s.runs.unshown(utcnow(), utcnow() - timedelta(days=3650)) == []

@@ -45,16 +45,40 @@ class RunPresenter:
             from bot.ops import metrics  # sayso_runs_total (cancellations: the audit trail)
 
             metrics.run_finished(status)
+            await self.show_end(run, result)
+            return
         if status == "waiting_for_human" and result.run.pause is not None:
             await self.post_cards(run.id, run)
-        elif status == "completed":
-            last = result.run.messages[-1] if result.run.messages else None
-            cut = bool(last and last.truncated)
-            await self.show.run_changed(run, Answered(render_output(result.output), cut))
-        elif status == "failed":
-            await self.show.run_changed(run, Failed(result.run.error or "unknown error"))
         follow_up = bool(result.run.context.get("follow_up"))
         await self.show.run_changed(run, Status(follow_up=follow_up))
+
+    async def show_end(self, run: RunRecord, result: RunResult, *, again: bool = False) -> None:
+        """A completed run's answer, or a failed run's failure, then its final status; once
+        all of it is in the outbox, the run is marked shown (a process dying before that
+        leaves it to the sweep: `show_unshown`). `again`: keep what was put before."""
+        end: Answered | Failed
+        if result.run.status == "completed":
+            last = result.run.messages[-1] if result.run.messages else None
+            cut = bool(last and last.truncated)
+            end = Answered(render_output(result.output), cut, again=again)
+        else:
+            end = Failed(result.run.error or "unknown error", again=again)
+        shown = await self.show.run_changed(run, end)
+        follow_up = bool(result.run.context.get("follow_up"))
+        shown = await self.show.run_changed(run, Status(follow_up=follow_up)) and shown
+        if shown:
+            await self.store.runs.mark_shown(run.id, run.version)
+
+    async def show_unshown(self, run_id: str) -> None:
+        """Show the end of a run whose process died between saving it and showing it."""
+        run = await self.store.runs.get(run_id)
+        if run is None or run.status not in ("completed", "failed") or run.result is None:
+            return
+        if run.shown_version == run.version:
+            return
+        log.warning("event=end_unshown run_id=%s status=%s: showing it", run_id, run.status)
+        async with self.cpu:
+            await self.show_end(run, run.result, again=True)
 
     async def repost_cards(self, run_id: str) -> None:
         """Post cards that a dead process never posted; the lease makes one replica do it."""

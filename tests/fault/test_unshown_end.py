@@ -1,0 +1,76 @@
+"""A run's end is shown once even when the process that ended it dies before showing it
+(issue 22, "nothing acknowledged is lost"): killed after the run was saved completed and
+before its answer was put in the outbox, the restarted process (or another replica) posts the
+answer; killed after the answer was put and before the run was marked shown, the answer is not
+posted a second time. A real process and a real SIGKILL at each point."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.fault.agents import ANSWER, executions
+from tests.fault.cluster import Cluster
+from tests.fault.slack import message_text
+from tests.fault.test_lost_clicks import (
+    ACTOR,
+    CHANNEL,
+    LEASE,
+    SWEEP,
+    open_store,
+    restarted,
+    start_run,
+    thread_messages,
+)
+from tests.helpers.waiting import eventually
+
+pytestmark = [pytest.mark.slow]
+
+
+async def killed_while_showing(cluster: Cluster, where: str) -> None:
+    sb = cluster.sandbox
+    a = await cluster.start(
+        "replica-a", die_showing_end=where, lease_seconds=LEASE, sweep_interval=SWEEP
+    )
+    card = await start_run(sb, a, "ops deploy v2 to staging", "approve")
+    sb.bot_url = a.url
+    assert (await sb.click(ACTOR, CHANNEL, card["ts"], "approve")).ok
+    await eventually(
+        lambda: "event=fault_injected" in a.log(), timeout=30, what="the kill", detail=a.log
+    )
+    a.kill()  # a split replica's front too: the whole replica is gone
+    again = await restarted(cluster)
+    await eventually(
+        lambda: any(ANSWER in message_text(m) for m in thread_messages(sb)),
+        timeout=60,
+        what="the answer shown after the restart",
+        detail=again.log,
+    )
+    async with open_store(cluster.db_url) as store:
+
+        async def marked() -> bool:
+            runs = await store.runs.list()
+            return len(runs) == 1 and runs[0].shown_version == runs[0].version
+
+        await eventually(marked, timeout=30, interval=0.2, what="the run marked shown")
+    await asyncio.sleep(2.0)  # a second answer would show by now
+    assert sum(ANSWER in message_text(m) for m in thread_messages(sb)) == 1
+    assert [e["version"] for e in executions(cluster.effects)] == ["v2"]
+    assert "event=end_unshown" in again.log(), again.log()[-4000:]
+    assert "Traceback" not in again.log(), again.log()[-6000:]
+
+
+@pytest.mark.parametrize("where", ["put", "mark"])
+async def test_on_sqlite_the_restarted_process_shows_an_end_once(
+    sqlite_cluster: Cluster, where: str
+) -> None:
+    await killed_while_showing(sqlite_cluster, where)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("where", ["put", "mark"])
+async def test_on_postgresql_an_end_left_unshown_is_shown_once(
+    cluster: Cluster, where: str
+) -> None:
+    await killed_while_showing(cluster, where)
