@@ -6,6 +6,7 @@
     python bench/decision_cpu.py --decisions 50 --concurrent 100 --top 40 --out out.json
     python bench/decision_cpu.py --smoke --out out.json   # a check that it runs (SQLite, < 30 s)
     BENCH_SQL_WHERE=1 python bench/decision_cpu.py ...   # also count statements by caller ("@ ...")
+    BENCH_KEEP_PROFILE=/tmp/bot.prof python bench/decision_cpu.py ...   # keep the cProfile dump
 
 Processes on 127.0.0.1, as in `bench/run.py`: the fake model (`tool-then-text` on `deploy`),
 the fake Slack (the SlackSandbox, `bench/fake_slack.py`) and the real bot in HTTP mode
@@ -399,7 +400,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     else:
         await _pg(f'CREATE DATABASE "{database}"')
         database_url = PG_URL.format(db=database)
-    prof = workdir / "bot.prof"
+    prof = Path(os.environ.get("BENCH_KEEP_PROFILE", str(workdir / "bot.prof")))
     bot_args = [str(HERE / "decision_cpu.py"), "--serve", "--port", str(bot_port)]
     bot_args += [
         "--database-url",

@@ -118,6 +118,7 @@ class OutboxDispatcher(RowSender):
     async def start(self) -> None:
         if self._loop_task is not None:
             return
+        self._stopping = False  # a dispatcher stopped before may start again
         self._unsubscribe = self.outbox.subscribe(self.wake)
         self.outbox.sender_here = self.sending  # this process's puts wake us in process
         self._listener = self.outbox.listener(self.wake)

@@ -21,6 +21,7 @@ class ApiRepository:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._quota = quota.QuotaAhead(db)
 
     # -- keys ------------------------------------------------------------------------------
 
@@ -69,7 +70,7 @@ class ApiRepository:
     async def take_quota(self, key_name: str, per_minute: int) -> int | None:
         """Count a request of the key (None), or the seconds until it may make one: counted in
         the database, so every replica shares the key's one quota."""
-        return await quota.take(self._db, key_name, per_minute)
+        return await self._quota.take(key_name, per_minute)
 
     # -- requests --------------------------------------------------------------------------
 

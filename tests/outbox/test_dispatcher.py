@@ -219,3 +219,16 @@ async def test_a_refused_stream_becomes_one_message_when_final(
     await dispatcher.drain(10)
     (answer,) = with_key(sandbox.thread("D_REQUESTER", str(root)), "answer:r1:0")
     assert answer["blocks"][0]["text"]["text"] == "Deployed."
+
+
+async def test_a_dispatcher_stopped_and_started_again_sends_again(
+    outbox: Outbox, sandbox: SlackSandbox, make_dispatcher: DispatcherFactory
+) -> None:
+    dispatcher = await make_dispatcher(outbox, sandbox)
+    await outbox.put("root:r1", channel="C_OPS", text="before")
+    await dispatcher.drain(10)
+    await dispatcher.stop()
+    await dispatcher.start()
+    await outbox.put("root:r2", channel="C_OPS", text="after the restart")
+    await dispatcher.drain(10)
+    assert [m["text"] for m in sandbox.messages("C_OPS")] == ["before", "after the restart"]
