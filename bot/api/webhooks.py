@@ -13,7 +13,7 @@ import hmac
 import json
 import logging
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,6 +44,8 @@ POOL_SIZE = 16
 PER_ENDPOINT = 4
 """Of those, attempts to one endpoint (scheme, host and port) at once: endpoints that hang hold
 a few slots each, never all of them."""
+WAITING_PER_ENDPOINT = 1000
+"""First attempts waiting here for their endpoint's turn (more wait for the retry sweep)."""
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -81,6 +83,10 @@ class WebhookSender:
         self._per_endpoint = max(1, min(PER_ENDPOINT, POOL_SIZE // 2))
         self._busy: Counter[str] = Counter()
         """Attempts in flight per endpoint."""
+        self._stopping = False
+        self._waiting: dict[str, deque[Delivery]] = {}
+        """First attempts settled here while their endpoint was busy: each goes as soon as one
+        of its endpoint's attempts ends (one endpoint takes far more than the sweep's pace)."""
         api.subscribe_settled(self.on_settled)
 
     async def start(self, *, retries: bool = True) -> None:
@@ -91,6 +97,7 @@ class WebhookSender:
             self._loop = asyncio.create_task(self._retry_forever(), name="webhooks")
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._loop is not None:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
@@ -106,8 +113,14 @@ class WebhookSender:
         if link is None or not link.callback_url:
             return
         delivery = await self.stored.add_delivery(request.id, link.callback_url)
-        if delivery is not None and self._has_room(delivery):
-            self._spawn(delivery)  # the first attempt right away; no room: the next sweep
+        if delivery is None:
+            return
+        if self._has_room(delivery):
+            self._spawn(delivery)  # the first attempt right away
+            return
+        waiting = self._waiting.setdefault(_endpoint(delivery.url), deque())
+        if len(waiting) < WAITING_PER_ENDPOINT:  # else the retry sweep takes it
+            waiting.append(delivery)
 
     def _has_room(self, delivery: Delivery) -> bool:
         return not self._pool.locked() and self._busy[_endpoint(delivery.url)] < (
@@ -126,10 +139,23 @@ class WebhookSender:
                 self._busy[endpoint] -= 1
                 if self._busy[endpoint] <= 0:
                     del self._busy[endpoint]
+                self._next_waiting(endpoint)
 
         task = asyncio.create_task(pooled(), name=f"webhook:{delivery.id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _next_waiting(self, endpoint: str) -> None:
+        """An attempt to `endpoint` ended: the next first attempt waiting for it goes (one
+        the sweep took meanwhile is not made twice: each attempt claims its delivery)."""
+        waiting = self._waiting.get(endpoint)
+        while waiting and not self._stopping:
+            delivery = waiting[0]
+            if not self._has_room(delivery):
+                return
+            waiting.popleft()
+            self._spawn(delivery)
+        self._waiting.pop(endpoint, None)
 
     async def _retry_forever(self) -> None:
         while True:

@@ -26,6 +26,8 @@ class Receiver:
     """A caller's webhook endpoint on 127.0.0.1 that fails its first `failures` deliveries."""
 
     failures: int = 0
+    delay: float = 0.0
+    """Seconds the endpoint takes to answer."""
     received: list[tuple[dict[str, str], bytes, int]] = field(default_factory=list)
     port: int = field(default_factory=free_port)
 
@@ -38,6 +40,7 @@ class Receiver:
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.read()
+        await asyncio.sleep(self.delay)
         status = 500 if len(self.received) < self.failures else 200
         self.received.append((dict(request.headers), body, status))
         return web.Response(status=status)
@@ -175,3 +178,30 @@ async def test_a_host_taken_off_the_allowlist_gets_no_more_deliveries(
 
     await eventually(refusal_listed, timeout=5, what="the refused delivery in `runs show`")
     assert receiver.received == []
+
+
+async def test_one_endpoint_gets_its_webhooks_as_fast_as_it_answers(
+    harness: Harness, receiver: Receiver
+) -> None:
+    """An endpoint takes a few attempts at once; a webhook settled while they are in flight
+    goes as soon as one ends, not at the retry sweep's next turn (with one endpoint for all of
+    an agent's requests, the sweep's pace was about four webhooks a second)."""
+    h = harness
+    assert h.bot is not None and h.bot.api is not None
+    h.bot.api.webhooks.interval = 60.0  # the retry sweep out of the way
+    receiver.delay = 0.3
+    token, _ = await make_key(h)
+    created = await asyncio.gather(
+        *(create(h, token, tool="deploy", callback_url=receiver.url) for _ in range(8))
+    )
+    assert all(c.json().get("message_ts") for c in created)
+    await asyncio.gather(
+        *(
+            h.sandbox.click("U_APPROVER", "C_GENERAL", c.json()["message_ts"], "approve")
+            for c in created
+        )
+    )
+    await h.sandbox.wait_for(lambda sb: len(receiver.received) == 8, timeout=10)
+    assert {json.loads(body)["id"] for _, body, _ in receiver.received} == {
+        c.json()["id"] for c in created
+    }
