@@ -314,7 +314,7 @@ class RunDriver:
         run = await self.store.runs.get(lease.run_id)
         if run is not None and run.status == "failed" and run.result is not None:
             await self.presenting.show_end(run, run.result)
-        elif run is not None:  # not saved as failed: shown, left to no sweep
+        elif run is not None:  # its save as failed failed too: shown once, nothing to sweep
             await self.show.run_changed(run, Failed(failure.shown))
 
     def _trace_tool(self, event: RunEvent) -> None:
