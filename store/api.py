@@ -319,7 +319,12 @@ async def end_run(db: Database, request: ApprovalRequestRecord) -> None:
                 runs.c.agent_id.like(API_AGENT_PREFIX + "%"),
                 runs.c.status == "waiting_for_human",
             )
-            .values(status=status, pause_kind=None, updated_at=utcnow())
+            .values(
+                status=status,
+                pause_kind=None,
+                updated_at=utcnow(),
+                shown_version=runs.c.version,  # its card shows its end: nothing to sweep
+            )
         )
 
 

@@ -8,6 +8,7 @@ from typing import Any, TypedDict, Unpack
 
 import sqlalchemy as sa
 
+from bot.agent.schema_tool import API_AGENT_PREFIX
 from bot.agent.state import RunResult
 from bot.agent.util import utcnow
 from store.crypto import EncryptionKeyError, Unreadable
@@ -268,7 +269,8 @@ async def unshown_runs(
     db: Database, ended_before: datetime, ended_after: datetime, limit: int
 ) -> list[str]:
     """Runs that completed or failed between the two times and whose end was never put to
-    Slack: the process that ended them died before it showed them."""
+    Slack: the process that ended them died before it showed them. An API request's run is
+    not among them: its end is its card (and the caller's webhook), never an answer."""
     query = (
         sa.select(runs.c.id)
         .where(
@@ -276,6 +278,7 @@ async def unshown_runs(
             runs.c.updated_at <= ended_before,
             runs.c.updated_at >= ended_after,
             runs.c.channel_id.is_not(None),
+            runs.c.agent_id.not_like(API_AGENT_PREFIX + "%"),
             sa.or_(runs.c.shown_version.is_(None), runs.c.shown_version < runs.c.version),
         )
         .order_by(runs.c.updated_at)

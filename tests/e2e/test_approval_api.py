@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import timedelta
 
+from bot.agent.util import utcnow
 from bot.service.api_requests import SAFETY_RECHECK
 from tests.e2e.api_flows import card_of, create, http, make_key
 from tests.e2e.harness import Harness, has_button, message_text
@@ -57,6 +59,13 @@ async def test_approve_in_slack_wakes_the_long_poll(harness: Harness) -> None:
     after = await h.bot.store.runs.get(runs[0].id)
     assert after is not None and (after.status, after.lease_owner) == ("completed", None)
     assert after.state is None  # never driven: no saved state
+    # its end is its card: a later sweep shows nothing more (no answer, no failure)
+    later = utcnow() + timedelta(minutes=5)
+    assert await h.bot.store.runs.unshown(later, later - timedelta(days=1)) == []
+    shown = len(h.sandbox.messages("C_GENERAL")) + len(h.thread())
+    await h.bot.service.sweep_once(later)
+    await h.idle()
+    assert len(h.sandbox.messages("C_GENERAL")) + len(h.thread()) == shown
 
 
 async def test_edit_against_the_schema(harness: Harness) -> None:

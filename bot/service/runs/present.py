@@ -74,8 +74,8 @@ class RunPresenter:
         run = await self.store.runs.get(run_id)
         if run is None or run.status not in ("completed", "failed") or run.result is None:
             return
-        if run.shown_version == run.version:
-            return
+        if run.shown_version == run.version or run.result.run.status != run.status:
+            return  # shown; or ended outside the runtime (its state holds no end to show)
         log.warning("event=end_unshown run_id=%s status=%s: showing it", run_id, run.status)
         async with self.cpu:
             await self.show_end(run, run.result, again=True)
