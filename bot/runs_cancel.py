@@ -20,18 +20,19 @@ async def cancel_from_cli(store: Store, settings: Settings, run_id: str) -> int:
         return 1
     print(f"Run {run_id} cancelled; {len(done.requests)} open request(s) closed")
     if settings.slack_bot_token is None:
-        print("SLACK_BOT_TOKEN is not set: its cards in Slack keep their buttons until clicked")
+        print("SLACK_BOT_TOKEN is not set: a running sayso shows it in Slack (its next sweep)")
         return 0
     from bot.compose import build_dispatcher, build_outbox, web_client
     from bot.serve import load_agents
-    from bot.service.control import show_cancelled
     from bot.service.presenting import SafePresenter
+    from bot.service.runs.present import show_cancelled
     from bot.slack.presenter import SlackPresenter
 
     client = web_client(settings)
     outbox = build_outbox(store)
     presenter = SlackPresenter(client, load_agents(settings.sayso_agents), outbox)
-    await show_cancelled(SafePresenter(presenter), done, OPERATOR)
+    if await show_cancelled(SafePresenter(presenter), done, OPERATOR):
+        await store.runs.mark_shown(run_id, done.run.version)
     # the rows are durable: a running bot sends them; this one helps when none is running
     dispatcher = build_dispatcher(store, outbox, client, presenter)
     await dispatcher.start()

@@ -252,7 +252,7 @@ async def lapsed_runs(db: Database, now: datetime | None, limit: int) -> list[st
         return list((await conn.scalars(query)).all())
 
 
-SHOWN_STATUSES = ("completed", "failed")  # ends whose answer or failure the thread shows
+SHOWN_STATUSES = ("completed", "failed", "cancelled")  # ends the thread shows
 
 
 async def mark_shown(db: Database, run_id: str, version: int) -> None:
@@ -268,9 +268,9 @@ async def mark_shown(db: Database, run_id: str, version: int) -> None:
 async def unshown_runs(
     db: Database, ended_before: datetime, ended_after: datetime, limit: int
 ) -> list[str]:
-    """Runs that completed or failed between the two times and whose end was never put to
-    Slack: the process that ended them died before it showed them. An API request's run is
-    not among them: its end is its card (and the caller's webhook), never an answer."""
+    """Runs that ended (completed, failed, cancelled) between the two times and whose end was
+    never put to Slack: the process that ended them died before it showed them. An API
+    request's run is not among them: its end is its card (and the caller's webhook)."""
     query = (
         sa.select(runs.c.id)
         .where(

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from bot.agent.vocabulary import ENDED_RUN_STATUSES
 from bot.service.outcome import Actor, Outcome
 from bot.service.permissions import may_control_run
-from bot.service.ports import STATUS, Cancelled, Directory
+from bot.service.ports import Directory
 from bot.service.presenting import SafePresenter
 from bot.service.registry import AgentRegistry
 from bot.service.runs.drive import RunDriver
+from bot.service.runs.present import show_cancelled
 from bot.service.settings import ServiceSettings, Workspace
 from bot.service.start_gate import StartGate
 from store import ApprovalRequestRecord, Store
-from store.cancel import CancelResult
 
 log = logging.getLogger("sayso.service")
 
@@ -36,17 +36,6 @@ def approvals_of(
         for r in requests
     ]
     return found or [(tuple(fallback), channel_id)]
-
-
-async def show_cancelled(show: SafePresenter, done: CancelResult, actor: str) -> None:
-    """Cards of the closed requests, the root message and a note in the thread."""
-    run = done.run
-    if run is None:
-        return
-    for request in done.requests:
-        await show.request_changed(run, request)
-    await show.run_changed(run, STATUS)
-    await show.run_changed(run, Cancelled(actor))
 
 
 class RunControl:
@@ -109,7 +98,8 @@ class RunControl:
             status = done.run.status if done.run else "gone"
             return Outcome("lost", f"This run already ended ({status}).", run=done.run)
         log.info("event=run_cancelled run_id=%s actor=%s", run_id, actor.user_id)
-        await show_cancelled(self.show, done, actor.user_id)
+        if await show_cancelled(self.show, done, actor.user_id) and done.run is not None:
+            await self.store.runs.mark_shown(run_id, done.run.version)
         return Outcome("cancelled", "The run is cancelled.", run=done.run)
 
     async def retry(self, run_id: str, actor: Actor) -> Outcome:

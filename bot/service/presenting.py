@@ -45,8 +45,14 @@ class SafePresenter:
     async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> CardPlace | None:
         return await self._safely(self.inner.post_card(run, request), "post_card", run.id)
 
-    async def request_changed(self, run: RunRecord, request: ApprovalRequestRecord) -> None:
-        await self._safely(self.inner.request_changed(run, request), "request_changed", run.id)
+    async def request_changed(self, run: RunRecord, request: ApprovalRequestRecord) -> bool:
+        """Show the request as it is now; False when the presenter failed (logged)."""
+        try:
+            await self.inner.request_changed(run, request)
+            return True
+        except Exception:
+            log.exception("event=presenter_failed verb=request_changed run_id=%s", run.id)
+            return False
 
     async def channel_refusal(self, channel_id: str) -> str | None:
         return await self._safely(self.inner.channel_refusal(channel_id), "channel", None)

@@ -2,7 +2,7 @@
 
     python -m tests.fault.replica --port 4001 --effects /tmp/effects.jsonl \
         [--model-url URL] [--hang SECONDS] [--die-after-decision] [--min-approvals N]
-        [--escalate-after SECONDS] [--die-before METHOD] [--die-showing-end {put,mark}]
+        [--escalate-after SECONDS] [--die-before METHOD] [--die-showing-end {put,mark,cancel}]
 
 Slack, database, lease and sweep settings come from the environment as for `sayso run`
 (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_API_URL, DATABASE_URL, SAYSO_LEASE_SECONDS,
@@ -24,7 +24,8 @@ acknowledged and recorded, and never processed here.
 
 `--die-showing-end put` SIGKILLs the process that ended a run after the end was saved and
 before anything of it was put in the outbox; `mark`: after all of it was put, before the run
-was marked shown. Either way another process must show the end once.
+was marked shown; `cancel`: after a cancel was saved, before its cards and note were put.
+Either way another process must show the end once.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from bot.cli import setup_logging
 from bot.compose import build_bot
 from bot.config import Settings
 from bot.serve import serve_worker, wait_for_stop
-from bot.service import Service
+from bot.service import Service, control
 from bot.service.registry import AgentRegistry
 from bot.service.runs.drive import RunDriver as Runner
 from bot.service.runs.present import RunPresenter
@@ -97,6 +98,14 @@ def die_after_decision() -> None:
 
 def die_showing_end(where: str) -> None:
     """SIGKILL between a run's end and its showing: before the puts or before the mark."""
+    if where == "cancel":
+
+        async def before_showing(show: Any, done: Any, actor: str) -> bool:
+            _die(f"run_id={done.run.id} cancelled by {actor}, before showing it")
+            return False  # pragma: no cover
+
+        control.show_cancelled = before_showing  # type: ignore[assignment]
+        return
     if where == "put":
 
         async def before_put(self: RunPresenter, run: Any, *args: Any, **kwargs: Any) -> None:
@@ -148,7 +157,7 @@ def main() -> None:
     p.add_argument("--escalate-after", type=float, default=None)
     p.add_argument("--role", choices=["replica", "front", "worker"], default="replica")
     p.add_argument("--die-before", default=None)
-    p.add_argument("--die-showing-end", choices=["put", "mark"], default=None)
+    p.add_argument("--die-showing-end", choices=["put", "mark", "cancel"], default=None)
     args = p.parse_args()
     if args.die_showing_end:
         die_showing_end(args.die_showing_end)

@@ -9,9 +9,11 @@ from collections.abc import Awaitable, Callable
 
 from bot.agent import RunResult
 from bot.service.continuation import render_output
-from bot.service.ports import Answered, Failed, Status
+from bot.service.ports import STATUS, Answered, Cancelled, Failed, Status
 from bot.service.presenting import SafePresenter
 from store import ApprovalRequestRecord, RunRecord, Store
+from store.cancel import CancelResult
+from store.crypto import EncryptionKeyError
 
 log = logging.getLogger("sayso.service")
 
@@ -72,13 +74,31 @@ class RunPresenter:
     async def show_unshown(self, run_id: str) -> None:
         """Show the end of a run whose process died between saving it and showing it."""
         run = await self.store.runs.get(run_id)
-        if run is None or run.status not in ("completed", "failed") or run.result is None:
+        if run is None or run.shown_version == run.version:
             return
-        if run.shown_version == run.version or run.result.run.status != run.status:
-            return  # shown; or ended outside the runtime (its state holds no end to show)
         log.warning("event=end_unshown run_id=%s status=%s: showing it", run_id, run.status)
+        try:
+            result = run.result
+        except EncryptionKeyError:
+            log.error("event=end_unreadable run_id=%s: no key reads its state", run_id)
+            result = None
         async with self.cpu:
-            await self.show_end(run, run.result, again=True)
+            if run.status == "cancelled":
+                if not await self._show_cancel_again(run):
+                    return
+            elif result is not None and result.run.status == run.status:
+                await self.show_end(run, result, again=True)
+                return
+            # else ended outside the runtime, or unreadable: nothing of it can be shown
+            await self.store.runs.mark_shown(run.id, run.version)
+
+    async def _show_cancel_again(self, run: RunRecord) -> bool:
+        trail = await self.store.audit.trail(run.id)
+        by = [e.actor for e in trail if e.action == "cancel" and e.outcome == "ok" and e.actor]
+        current = await self.store.requests.current(run.id)
+        closed = [r for r in current if r.state.status == "cancelled"]
+        done = CancelResult(cancelled=True, run=run, requests=closed)
+        return await show_cancelled(self.show, done, str(by[-1]) if by else "someone")
 
     async def repost_cards(self, run_id: str) -> None:
         """Post cards that a dead process never posted; the lease makes one replica do it."""
@@ -104,3 +124,16 @@ class RunPresenter:
             place = await self.show.post_card(run, request)
             if place is not None:
                 await self.store.requests.set_message(request.id, place.channel_id, place.ts)
+
+
+async def show_cancelled(show: SafePresenter, done: CancelResult, actor: str) -> bool:
+    """Cards of the closed requests, the root message and a note in the thread; True when
+    all of it is in the outbox (the caller then marks the run shown: else the sweep shows it)."""
+    run = done.run
+    if run is None:
+        return True
+    shown = True
+    for request in done.requests:
+        shown = await show.request_changed(run, request) and shown
+    shown = await show.run_changed(run, STATUS) and shown
+    return await show.run_changed(run, Cancelled(actor)) and shown
