@@ -48,11 +48,12 @@ async def test_fifty_runs_with_a_one_second_model_finish_together(harness: Harne
         runs = await store.runs.list(limit=RUNS + 10)
         return len(runs) == RUNS and all(r.status == "completed" for r in runs)
 
-    await eventually(all_completed, timeout=8 * MODEL_LATENCY * 2, what="every run to complete")
+    await eventually(all_completed, timeout=RUNS * MODEL_LATENCY, what="every run to complete")
     elapsed = time.monotonic() - started
     assert len(answered_at) == RUNS  # one model request per run, none repeated
     # The waits overlapped: many runs awaited the model at the same time (one at a time
     # would be 1; how many depends on how fast the fifty commands arrive).
     assert peak >= RUNS // 5, f"at most {peak} runs awaited the model at once"
-    # Serially this would take RUNS * MODEL_LATENCY = 50 s.
-    assert elapsed < 8 * MODEL_LATENCY, f"{RUNS} runs took {elapsed:.1f}s"
+    # Serially this would take RUNS * MODEL_LATENCY = 50 s; overlapped, a few seconds (about
+    # 8 on 2 busy cores, split: the bound is not a speed target, bench/ has those).
+    assert elapsed < RUNS * MODEL_LATENCY / 2, f"{RUNS} runs took {elapsed:.1f}s"
