@@ -33,26 +33,26 @@ class SafePresenter:
     async def open_thread(self, run: RunRecord, *, queued_ahead: int = 0) -> str:
         return await self.inner.open_thread(run, queued_ahead=queued_ahead)
 
-    async def run_changed(self, run: RunRecord, change: RunChange = STATUS) -> bool:
-        """Show the change; False when the presenter failed (logged)."""
+    async def _shown(self, aw: Awaitable[None], verb: str, run_id: str) -> bool:
+        """True when the presenter showed it; False when it failed (logged)."""
         try:
-            await self.inner.run_changed(run, change)
+            await aw
             return True
         except Exception:
-            log.exception("event=presenter_failed verb=run_changed run_id=%s", run.id)
+            log.exception("event=presenter_failed verb=%s run_id=%s", verb, run_id)
             return False
+
+    async def run_changed(self, run: RunRecord, change: RunChange = STATUS) -> bool:
+        """Show the change; False when the presenter failed (logged)."""
+        return await self._shown(self.inner.run_changed(run, change), "run_changed", run.id)
 
     async def post_card(self, run: RunRecord, request: ApprovalRequestRecord) -> CardPlace | None:
         return await self._safely(self.inner.post_card(run, request), "post_card", run.id)
 
     async def request_changed(self, run: RunRecord, request: ApprovalRequestRecord) -> bool:
         """Show the request as it is now; False when the presenter failed (logged)."""
-        try:
-            await self.inner.request_changed(run, request)
-            return True
-        except Exception:
-            log.exception("event=presenter_failed verb=request_changed run_id=%s", run.id)
-            return False
+        changed = self.inner.request_changed(run, request)
+        return await self._shown(changed, "request_changed", run.id)
 
     async def channel_refusal(self, channel_id: str) -> str | None:
         return await self._safely(self.inner.channel_refusal(channel_id), "channel", None)

@@ -12,6 +12,7 @@ import asyncio
 
 import pytest
 
+from store import RunRecord
 from tests.fault.agents import ANSWER, executions
 from tests.fault.cluster import Cluster
 from tests.fault.slack import cards, message_text
@@ -28,6 +29,18 @@ from tests.fault.test_lost_clicks import (
 from tests.helpers.waiting import eventually
 
 pytestmark = [pytest.mark.slow]
+
+
+async def marked_shown(cluster: Cluster) -> RunRecord:
+    """The cluster's one run, once it is marked shown."""
+    async with open_store(cluster.db_url) as store:
+
+        async def marked() -> RunRecord | None:
+            runs = await store.runs.list()
+            done = len(runs) == 1 and runs[0].shown_version == runs[0].version
+            return runs[0] if done else None
+
+        return await eventually(marked, timeout=30, interval=0.2, what="the run marked shown")
 
 
 async def killed_while_showing(cluster: Cluster, where: str) -> None:
@@ -49,13 +62,7 @@ async def killed_while_showing(cluster: Cluster, where: str) -> None:
         what="the answer shown after the restart",
         detail=again.log,
     )
-    async with open_store(cluster.db_url) as store:
-
-        async def marked() -> bool:
-            runs = await store.runs.list()
-            return len(runs) == 1 and runs[0].shown_version == runs[0].version
-
-        await eventually(marked, timeout=30, interval=0.2, what="the run marked shown")
+    await marked_shown(cluster)
     await asyncio.sleep(2.0)  # a second answer would show by now
     assert sum(ANSWER in message_text(m) for m in thread_messages(sb)) == 1
     assert [e["version"] for e in executions(cluster.effects)] == ["v2"]
@@ -103,15 +110,7 @@ async def killed_while_showing_a_cancel(cluster: Cluster) -> None:
         what="the thread's note",
         detail=again.log,
     )
-    async with open_store(cluster.db_url) as store:
-
-        async def marked() -> bool:
-            runs = await store.runs.list()
-            return len(runs) == 1 and runs[0].shown_version == runs[0].version
-
-        await eventually(marked, timeout=30, interval=0.2, what="the run marked shown")
-        (run,) = await store.runs.list()
-        assert run.status == "cancelled"
+    assert (await marked_shown(cluster)).status == "cancelled"
     await asyncio.sleep(2.0)
     notes = [m for m in thread_messages(sb)[2:] if ACTOR in message_text(m)]
     assert len(notes) == 1, [message_text(m) for m in thread_messages(sb)]
