@@ -3,6 +3,7 @@ dropped (store/outbox.py has the protocol these marks are part of)."""
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +13,15 @@ from bot.agent.util import utcnow
 from store.db import Database
 from store.outbox_rows import DROPPED, FAILED, PENDING, SENT, claim_free, held
 from store.schema import slack_outbox as ob
+
+
+class Marked(enum.IntEnum):
+    """What `mark_sent` did (false when the claim had lapsed)."""
+
+    LAPSED = 0
+    SENT = 1
+    PENDING = 2
+    """Sent, and a newer version was put meanwhile: the row is due again at once."""
 
 
 class OutboxMarks:
@@ -27,10 +37,11 @@ class OutboxMarks:
         *,
         claim: str | None = None,
         progress: int | None = None,
-    ) -> bool:
+    ) -> Marked:
         """`version` reached Slack (`ts`: the message's, once posted). The row stays pending
-        when a newer version was put meanwhile. With `claim`, only that claim's holder may
-        (False otherwise; a ts is still recorded if the row had none)."""
+        when a newer version was put meanwhile (`Marked.PENDING`: its sender claims it again).
+        With `claim`, only that claim's holder may (`Marked.LAPSED` otherwise; a ts is still
+        recorded if the row had none)."""
         now = utcnow()
         values: dict[str, Any] = {
             "sent_version": sa.func.max(ob.c.sent_version, version)
@@ -50,12 +61,16 @@ class OutboxMarks:
         if progress is not None:
             values["progress"] = progress
         async with self.db.write(single=True) as conn:
-            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
-            if result.rowcount != 1 and ts is not None:  # our claim lapsed: keep the fact
+            state = await conn.scalar(
+                ob.update().where(held(key, claim)).values(**values).returning(ob.c.state)
+            )
+            if state is None and ts is not None:  # our claim lapsed: keep the fact
                 await conn.execute(
                     ob.update().where(ob.c.key == key).values(ts=sa.func.coalesce(ob.c.ts, ts))
                 )
-        return result.rowcount == 1
+        if state is None:
+            return Marked.LAPSED
+        return Marked.PENDING if state == PENDING else Marked.SENT
 
     async def mark_failed(
         self,

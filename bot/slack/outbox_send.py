@@ -24,6 +24,7 @@ from bot.agent.util import utcnow
 from bot.slack.outbox_calls import EVENT_TYPE, UNSEEN_EPHEMERAL, CallFailure, Calls, classify
 from bot.slack.pacing import Pacer
 from store.outbox import Outbox, OutboxRow
+from store.outbox_marks import Marked
 
 log = logging.getLogger("sayso.outbox")
 
@@ -140,9 +141,13 @@ class RowSender:
             return
         self._down_backoff = 0.0
         self.stats.sent += 1
-        await self.outbox.mark_sent(row.key, row.version, ts, claim=claim, progress=progress)
-        if ts is not None and ts != row.ts:
-            self.slot_freed(unblocked=True)  # rows of its thread, or after it, may go now
+        marked = await self.outbox.mark_sent(
+            row.key, row.version, ts, claim=claim, progress=progress
+        )
+        if marked == Marked.PENDING or (ts is not None and ts != row.ts):
+            # a newer version was put while this one was sent (it waits for nobody else's
+            # wake-up), or rows of its thread, or after it, may go now
+            self.slot_freed(unblocked=True)
         if ts is not None and ts != row.ts and self.on_posted is not None:
             try:
                 await self.on_posted(row, ts)

@@ -232,3 +232,24 @@ async def test_a_dispatcher_stopped_and_started_again_sends_again(
     await outbox.put("root:r2", channel="C_OPS", text="after the restart")
     await dispatcher.drain(10)
     assert [m["text"] for m in sandbox.messages("C_OPS")] == ["before", "after the restart"]
+
+
+async def test_a_change_put_while_its_message_is_being_sent_follows_at_once(
+    outbox: Outbox, sandbox: SlackSandbox, make_dispatcher: DispatcherFactory
+) -> None:
+    # the row is claimed (its update in flight) when the next change is put: once the first
+    # update is recorded, the second goes without waiting for anything else to wake the
+    # dispatcher (not `drain`, which wakes it itself)
+    await outbox.put("root:r1", channel="C_OPS", text="status 0")
+    dispatcher = await make_dispatcher(outbox, sandbox, sweep_interval=2.0)
+    await dispatcher.drain(10)
+    sandbox.slow_next("chat.update", 0.5)
+    await outbox.put("root:r1", channel="C_OPS", text="status 1")
+    await sandbox.wait_for(lambda sb: sb.calls_to("chat.update"), timeout=5)
+    await outbox.put("root:r1", channel="C_OPS", text="status 2")
+    ts = str(await outbox.ts_of("root:r1"))
+
+    def shows_status_2(sb: SlackSandbox) -> bool:
+        return (sb.message("C_OPS", ts) or {}).get("text") == "status 2"
+
+    await sandbox.wait_for(shows_status_2, timeout=1.5)
