@@ -18,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.api.front import ApiFront
 from bot.config import Settings
 from bot.service import Service
+from bot.service.runs.handoff import LocalWorker
 from bot.slack.home_refresh import HomeRefresher
 from bot.slack.http import MAX_BODY_BYTES, bolt_request
 from bot.slack.intake import close_intake
@@ -56,10 +57,13 @@ class Bot:
         """SIGHUP: read SAYSO_POLICY again; services subscribed to `PolicyReloaded` follow."""
         self.service.reload_policy()
 
-    def hand_runs_to_workers(self, wake: Callable[[str], None]) -> None:
-        """Make this a front: runs are handed to workers; `wake` wakes a local one."""
+    def hand_runs_to_workers(
+        self, wake: Callable[[str], None], local: LocalWorker | None = None
+    ) -> None:
+        """Make this a front: runs are handed to workers; `wake` wakes a local one, and
+        `local` (that worker) takes the runs this front claims directly."""
         self.drives_runs = False
-        self.service.hand_runs_to_workers(wake)
+        self.service.hand_runs_to_workers(wake, local)
 
     async def start(self) -> None:
         """Prepare the database, learn the workspace, start the sweeper (expiry, recovery)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from bot.service.notifier import RequestNotifier
     from bot.service.registry import AgentRegistry
     from bot.slack.outbox import OutboxDispatcher
-    from store import ApprovalRequestRecord, Store
+    from store import ApprovalRequestRecord, Lease, Store
 
 log = logging.getLogger("sayso.worker")
 
@@ -61,6 +61,16 @@ class Worker:
     @property
     def runs_in_flight(self) -> int:
         return len(self._mine)
+
+    def has_room(self) -> bool:
+        """Could this worker drive one more run now? (Read from any thread: a hint.)"""
+        return self._loop is not None and not self._stopping and len(self._mine) < self.concurrency
+
+    def adopt(self, lease: Lease) -> None:
+        """Drive a run claimed for this worker by its front (on this worker's loop)."""
+        task = self.service.drive_claimed(lease)
+        self._mine.add(task)
+        task.add_done_callback(self._finished)
 
     def wake(self, run_id: str | None = None) -> None:
         """Look for ready runs now. Safe to call from any thread."""
@@ -228,11 +238,11 @@ class FrontOutbox:
         self.dispatcher = dispatcher
         self.worker = worker
 
-    def wake(self, key: str | None) -> None:
+    def wake(self, key: str | None, in_seconds: float = 0.0) -> None:
         loop = self.worker._front_loop
         if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self.dispatcher.wake, key)
+                loop.call_soon_threadsafe(self.dispatcher.wake, key, in_seconds)
 
     def sending(self) -> bool:
         return self.dispatcher.sending()
@@ -261,7 +271,7 @@ class EmbeddedWorker:
         in-process), SIGHUP reloads this worker's policy too, and the API long-polls waiting on
         the front wake when this worker settles their request (an expiry, found by its sweep;
         SQLite has no NOTIFY to tell them)."""
-        bot.hand_runs_to_workers(self.wake)
+        bot.hand_runs_to_workers(self.wake, self)
         bot.service.subscribe(PolicyReloaded, lambda _: self.reload_policy())
         self._front_notifier = bot.service.api.notifier
         if bot.dispatcher is not None:  # one dispatcher per process: the front's sends ours
@@ -282,6 +292,27 @@ class EmbeddedWorker:
     def wake(self, run_id: str | None = None) -> None:
         if self._worker is not None:
             self._worker.wake(run_id)
+
+    def has_room(self) -> bool:
+        """(Called on the front's loop) could this worker take a run now?"""
+        worker, loop = self._worker, self._loop
+        return (
+            worker is not None and loop is not None and not loop.is_closed() and worker.has_room()
+        )
+
+    def take(self, lease: Lease) -> bool:
+        """(Called on the front's loop) drive a run the front claimed for this worker: no
+        release, NOTIFY and claim in between. A run given as the worker stops is driven or
+        handed back by its drain; one given as its loop closes is recovered once its lease
+        lapses, as after a crash."""
+        worker, loop = self._worker, self._loop
+        if worker is None or loop is None or not self.has_room():
+            return False
+        try:
+            loop.call_soon_threadsafe(worker.adopt, lease)
+        except RuntimeError:  # the loop closed meanwhile
+            return False
+        return True
 
     def reload_policy(self) -> None:
         """SIGHUP reached the front: the worker (which proposes calls, so evaluates the

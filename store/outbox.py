@@ -42,7 +42,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -61,9 +60,12 @@ from store.outbox_rows import (
     PENDING,
     SENT,
     OutboxRow,
+    Put,
+    Stored,
     aware,
     claim_free,
     due,
+    due_in,
     insert_ignore_key,
     outbox_row,
 )
@@ -80,7 +82,7 @@ class Outbox(OutboxMarks, OutboxReads):
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._subscribers: list[Callable[[str | None], None]] = []
+        self._subscribers: list[Callable[[str | None, float], None]] = []
         self.sender_here: Callable[[], bool] = _nobody
         """True while this process's own dispatcher is the one sending: a put wakes it in
         process and needs no NOTIFY (the others would only wake to stand by)."""
@@ -134,20 +136,22 @@ class Outbox(OutboxMarks, OutboxReads):
             "after_key": after,
             "user_id": user,
         }
-        put = _Put(key, target, body, expires_in, delay, only)
+        put = Put(key, target, body, expires_in, delay, only)
         if conn is not None:
-            return await self._put(conn, put)
+            return (await self._put(conn, put)).version
         async with self.db.write(single=True) as own:  # each statement is sound on its own
-            version = await self._put(own, put)
-            if version:
+            stored = await self._put(own, put)
+            if stored.version and stored.due_in is not None:
                 await self._notify(own, key)
-        if version:
-            self._wake_local(key)
-        return version
+        if stored.version and stored.due_in is not None:
+            self._wake_local(key, stored.due_in)
+        return stored.version
 
-    async def _put(self, conn: AsyncConnection, put: _Put) -> int:
+    async def _put(self, conn: AsyncConnection, put: Put) -> Stored:
         """One statement in the common case: the update of an existing row (its new version
-        returned), else the insert of a new one."""
+        returned), else the insert of a new one. Also says when the row is due: a row a
+        dispatcher holds (its send in flight) wakes nobody, its holder sends the new version
+        once it records the old one (`Marked.PENDING`)."""
         now = utcnow()
         expires = now + timedelta(seconds=put.expires_in) if put.expires_in is not None else None
         if put.only != "new":
@@ -169,13 +173,23 @@ class Outbox(OutboxMarks, OutboxReads):
             for column, value in put.target.items():  # fixed once posted; before, a put moves it
                 if value is not None and column != "kind":
                     values[column] = sa.case((ob.c.ts.is_(None), value), else_=ob.c[column])
-            updated = await conn.scalar(
-                ob.update().where(ob.c.key == put.key).values(**values).returning(ob.c.version)
-            )
+            updated = (
+                await conn.execute(
+                    ob.update()
+                    .where(ob.c.key == put.key)
+                    .values(**values)
+                    .returning(ob.c.version, ob.c.next_attempt_at, ob.c.claim_expires_at)
+                )
+            ).first()
             if updated is not None:
-                return int(updated)
+                return Stored(int(updated.version), due_in(updated, now))
             if put.only == "existing":
-                return 0
+                return Stored(0, None)
+        return await self._insert(conn, put, now, expires)
+
+    async def _insert(
+        self, conn: AsyncConnection, put: Put, now: datetime, expires: datetime | None
+    ) -> Stored:
         inserted = await conn.execute(
             insert_ignore_key(self.db).values(
                 key=put.key,
@@ -195,9 +209,9 @@ class Outbox(OutboxMarks, OutboxReads):
             )
         )
         if inserted.rowcount == 1:
-            return 1
+            return Stored(1, put.delay)
         if put.only == "new":
-            return 0
+            return Stored(0, None)
         return await self._put(conn, put)  # raced with another insert: update it
 
     # -- the dispatcher -----------------------------------------------------------------------
@@ -246,8 +260,9 @@ class Outbox(OutboxMarks, OutboxReads):
             .where(due(now))
             .subquery()
         )
+        next_free, next_end = _next_due_columns(now)  # read with the rows: no second query
         query = (
-            sa.select(ob)
+            sa.select(ob, next_free, next_end)
             .join(turns, turns.c.key == ob.c.key)
             .order_by(turns.c.turn, *oldest)
             .limit(limit)
@@ -261,7 +276,9 @@ class Outbox(OutboxMarks, OutboxReads):
             rows = (await conn.execute(query)).all()
             if rows:
                 claimed = await self._take(conn, rows, token, now, expires)
-            if len(rows) < limit:
+                if len(rows) < limit:
+                    next_due = _seconds_until([rows[0].next_free, rows[0].next_end], now)
+            else:
                 next_due = await self._next_due(conn, now)
         if claimed:
             log.debug("event=outbox_claimed owner=%s rows=%d", owner, len(claimed))
@@ -306,21 +323,8 @@ class Outbox(OutboxMarks, OutboxReads):
         """Seconds until a pending row may be due: the next retry time of a free row, or the
         end of a claim that holds one (a dispatcher that died holding rows: they are sent
         once its claim lapses, with no other wake-up to wait for)."""
-        free = claim_free(now)
-        row = (
-            await conn.execute(
-                sa.select(
-                    sa.func.min(
-                        sa.case((sa.and_(free, ob.c.next_attempt_at > now), ob.c.next_attempt_at))
-                    ),
-                    sa.func.min(sa.case((sa.not_(free), ob.c.claim_expires_at))),
-                ).where(ob.c.state == PENDING)
-            )
-        ).one()
-        times = [aware(at) for at in row if at is not None]
-        if not times:
-            return None
-        return max(0.0, (min(times) - now).total_seconds())
+        row = (await conn.execute(sa.select(*_next_due_columns(now)))).one()
+        return _seconds_until(list(row), now)
 
     @staticmethod
     async def _thread_ts(conn: AsyncConnection, keys: list[str]) -> dict[str, str]:
@@ -331,8 +335,9 @@ class Outbox(OutboxMarks, OutboxReads):
 
     # -- waking dispatchers -------------------------------------------------------------------
 
-    def subscribe(self, on_due: Callable[[str | None], None]) -> Callable[[], None]:
-        """Call `on_due(key)` after each put of this process; returns the unsubscribe."""
+    def subscribe(self, on_due: Callable[[str | None, float], None]) -> Callable[[], None]:
+        """Call `on_due(key, in_seconds)` after each put of this process that a dispatcher
+        may claim (now, or after its debounce); returns the unsubscribe."""
         self._subscribers.append(on_due)
         return lambda: self._subscribers.remove(on_due)
 
@@ -354,26 +359,42 @@ class Outbox(OutboxMarks, OutboxReads):
         if self.db.is_postgres and not self.sender_here():
             await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, key)))
 
-    def _wake_local(self, key: str) -> None:
+    def _wake_local(self, key: str, due_in: float = 0.0) -> None:
         for on_due in list(self._subscribers):
             try:
-                on_due(key)
+                on_due(key, due_in)
             except Exception:  # a subscriber's bug must not fail the put
                 log.exception("event=outbox_wake_failed key=%s", key)
 
 
+def _next_due_columns(now: datetime) -> tuple[Any, Any]:
+    """The next retry time of a free pending row, and the first end of a claim holding one
+    (scalar subqueries over their own alias: a claim reads them with its rows)."""
+    other = ob.alias("pending_rows")
+    free = sa.or_(other.c.claim_token.is_(None), other.c.claim_expires_at < now)
+    pending = other.c.state == PENDING
+    next_free = (
+        sa.select(sa.func.min(other.c.next_attempt_at))
+        .where(pending, free, other.c.next_attempt_at > now)
+        .scalar_subquery()
+    )
+    next_end = (
+        sa.select(sa.func.min(other.c.claim_expires_at))
+        .where(pending, sa.not_(free))
+        .scalar_subquery()
+    )
+    return next_free.label("next_free"), next_end.label("next_end")
+
+
+def _seconds_until(times: list[Any], now: datetime) -> float | None:
+    known = [aware(at) for at in times if at is not None]
+    if not known:
+        return None
+    return max(0.0, (min(known) - now).total_seconds())
+
+
 def _nobody() -> bool:
     return False
-
-
-@dataclass(frozen=True)
-class _Put:
-    key: str
-    target: dict[str, Any]
-    body: dict[str, Any]
-    expires_in: float | None
-    delay: float
-    only: str | None
 
 
 __all__ = ["CHANNEL", "DROPPED", "FAILED", "KINDS", "PENDING", "SENT", "Outbox", "OutboxRow"]

@@ -105,3 +105,30 @@ def aware(value: Any) -> datetime:
 
 def insert_ignore_key(db: Database, table: sa.Table = ob, key: str = "key") -> Any:
     return insert_ignore(db, table).on_conflict_do_nothing(index_elements=[key])
+
+
+def due_in(row: Any, now: datetime) -> float | None:
+    """Seconds until a put row may be claimed; None while a live claim holds it."""
+    if row.claim_expires_at is not None and aware(row.claim_expires_at) > now:
+        return None
+    return max(0.0, (aware(row.next_attempt_at) - now).total_seconds())
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a put wrote: the row's version (0: nothing) and `due_in` (see that function)."""
+
+    version: int
+    due_in: float | None
+
+
+@dataclass(frozen=True)
+class Put:
+    """One `Outbox.put`'s arguments."""
+
+    key: str
+    target: dict[str, Any]
+    body: dict[str, Any]
+    expires_in: float | None
+    delay: float
+    only: str | None

@@ -90,6 +90,9 @@ async def test_sayso_run_drives_runs_on_its_embedded_worker_and_stops_on_sigterm
         await sandbox.wait_for(completed, timeout=20)
         assert "event=worker_started" in logs()
         assert "worker=True" in logs()
+        # the run went to the embedded worker as the front claimed it, at its start and with
+        # its decision: no release, wake-up and claim in between
+        assert logs().count("event=run_given_to_local_worker") == 2, logs()
     finally:
         stopping = time.monotonic()
         proc.send_signal(signal.SIGTERM)

@@ -138,17 +138,15 @@ class Service:
         """Be told of the service's events (see bot/service/events.py)."""
         self.events.subscribe(kind, handler)
 
-    def hand_runs_to_workers(self, wake: Callable[[str], None]) -> None:
+    def hand_runs_to_workers(self, wake: Callable[[str], None], local: Any = None) -> None:
         """Make this a front whose runs are driven by workers: new and ready runs are saved
-        ready in the store, and `wake` wakes a local worker (remote ones hear NOTIFY)."""
-        self.handoff.active = True
+        ready in the store, `wake` wakes a local worker (remote ones hear NOTIFY); `local`
+        (the process's own worker, a `LocalWorker`) takes the runs this front claims."""
+        self.handoff.active, self.handoff.local = True, local
         self.events.subscribe(RunHandedOff, lambda event: wake(event.run_id))
 
     async def _run_ready(self, event: RunReady) -> None:
-        if event.lease is not None:
-            self.driver.drive_claimed(event.lease)
-        else:
-            await self.driver.continue_run(event.run_id)
+        await self.driver.ready(event.run_id, event.lease)
 
     @property
     def busy(self) -> bool:
@@ -165,8 +163,11 @@ class Service:
 
     async def claim_ready(self, limit: int) -> list[asyncio.Task[Any]]:
         """A worker claims up to `limit` ready runs and drives them; their tasks."""
-        leases: list[Lease] = await self.store.runs.claim_ready(limit)
-        return [self.driver.drive_claimed(lease) for lease in leases]
+        return [self.drive_claimed(lease) for lease in await self.store.runs.claim_ready(limit)]
+
+    def drive_claimed(self, lease: Lease) -> asyncio.Task[Any]:
+        """Drive a run claimed for this process (by a worker, or by its front)."""
+        return self.driver.drive_claimed(lease)
 
     async def drain(self, grace: float) -> None:
         await self.driver.drain(grace)

@@ -163,8 +163,12 @@ class OutboxDispatcher(RowSender):
             self._listener = None
         await self.calls.close()
 
-    def wake(self, _key: str | None = None) -> None:
-        """A row was put (here or, through NOTIFY, on another replica): claim soon."""
+    def wake(self, _key: str | None = None, in_seconds: float = 0.0) -> None:
+        """A row was put (here or, through NOTIFY, on another replica): claim soon, or once it
+        is due (`in_seconds`: a debounced put, due later; a claim now would find nothing)."""
+        if in_seconds > 0:
+            self.due_in(in_seconds)
+            return
         self._claim_wanted = True
         self._woken.set()
 

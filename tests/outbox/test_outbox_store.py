@@ -9,6 +9,7 @@ from datetime import timedelta
 from bot.agent.util import utcnow
 from store.db import Database
 from store.outbox import Outbox
+from store.outbox_marks import Marked
 from tests.outbox.conftest import DbFactory
 
 
@@ -131,12 +132,34 @@ async def test_claims_of_two_replicas_never_overlap(db_url: str, make_db: DbFact
 
 
 async def test_a_put_wakes_subscribers(outbox: Outbox, db: Database) -> None:
-    heard: list[str | None] = []
-    unsubscribe = outbox.subscribe(heard.append)
+    heard: list[tuple[str | None, float]] = []
+    unsubscribe = outbox.subscribe(lambda key, in_seconds: heard.append((key, in_seconds)))
     await outbox.put("home:T:U1", kind="home", user="U1", payload={"view": {}})
     unsubscribe()
     await outbox.put("home:T:U2", kind="home", user="U2", payload={"view": {}})
-    assert heard == ["home:T:U1"]
+    assert heard == [("home:T:U1", 0.0)]
+
+
+async def test_a_put_says_when_its_row_is_due_and_a_held_row_wakes_nobody(
+    outbox: Outbox, db: Database
+) -> None:
+    heard: list[tuple[str | None, float]] = []
+    outbox.subscribe(lambda key, in_seconds: heard.append((key, in_seconds)))
+    await outbox.put("root:r1", channel="C1", text="working", delay=2.0)
+    [(key, in_seconds)] = heard
+    assert key == "root:r1" and 1.5 < in_seconds <= 2.0  # debounced: due later, not now
+    await outbox.put("root:r1", channel="C1", text="still working")  # keeps its time
+    assert heard[1][0] == "root:r1" and 1.5 < heard[1][1] <= 2.0
+    await outbox.put("card:q1", channel="C1", text="card")
+    [row] = await outbox.claim_due("a", limit=5)
+    assert row.key == "card:q1"
+    heard.clear()
+    await outbox.put("card:q1", channel="C1", text="approved")  # its send is in flight
+    assert heard == []
+    assert (
+        await outbox.mark_sent("card:q1", row.version, "1.1", claim=row.claim_token)
+        == Marked.PENDING
+    )
 
 
 async def test_one_sender_at_a_time_and_a_standby_takes_over(outbox: Outbox) -> None:

@@ -104,11 +104,22 @@ class RunDriver:
         self.tasks.spawn(self._continue(lease, retry), name=f"continue:{run_id}")
         return True
 
+    async def ready(self, run_id: str, lease: Lease | None) -> None:
+        """A decision made the run ready (`lease`: and claimed it for this process)."""
+        if lease is None:
+            await self.continue_run(run_id)
+        elif self.handoff.active:  # a front claimed it for its own worker
+            await self.handoff.give(lease)
+        else:
+            self.drive_claimed(lease)
+
     def drives_now(self) -> bool:
         """Would a run that became ready be claimed and driven by this process at once?
-        (Not on a front whose runs go to workers, nor with every slot taken: such a run
-        waits unleased, visible to every replica.)"""
-        return not self.handoff.active and not self._slots.locked()
+        (Not with every slot taken, nor on a front without a worker of its own: such a run
+        waits unleased, visible to every replica.) On a front, by its own worker."""
+        if self.handoff.active:
+            return self.handoff.local_takes_now()
+        return not self._slots.locked()
 
     def drive_claimed(self, lease: Lease) -> asyncio.Task[Any]:
         """Continue a run this process has just claimed (a worker's batch claim, a decision

@@ -4,13 +4,16 @@ local one. A front never drives a run: agents' clients are bound to the worker's
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Protocol
 
 from bot.agent import Agent, Message, Run, RunResult
 from bot.service.events import Events, RunHandedOff
 from bot.service.policy.effective import Policies
 from bot.service.registry import AgentRegistry
 from store import Lease, Store
+
+log = logging.getLogger("sayso.service")
 
 QUEUED_KEY = "_sayso_queued"
 """In a handed-off run's saved context while its root message says "queued": the worker that
@@ -19,6 +22,18 @@ FRESH_KEY = "_sayso_fresh"
 """In a handed-off new run's (or follow-up's) saved context: the worker that takes the run
 removes it and streams the run's text, as a front driving the run itself would. A retry, or the
 recovery of a run that saved a step since, never streams (its text may have been shown)."""
+
+
+class LocalWorker(Protocol):
+    """The worker of this process (`sayso run`), which can take a run claimed for it."""
+
+    def has_room(self) -> bool:
+        """Would `take` accept a run now?"""
+        ...
+
+    def take(self, lease: Lease) -> bool:
+        """Drive this claimed run (on its own event loop); False: no room, or not running."""
+        ...
 
 
 class HandOff:
@@ -31,9 +46,26 @@ class HandOff:
         self.events = events
         self.active = False
         """True on a front whose runs are driven by workers."""
+        self.local: LocalWorker | None = None
+        """The process's own worker, if any: runs claimed here go to it without a round of
+        release, NOTIFY and claim."""
 
     async def wake(self, run_id: str) -> None:
         await self.events.emit(RunHandedOff(run_id))
+
+    def local_takes_now(self) -> bool:
+        """Would a run claimed now (with the decision that made it ready) be driven by this
+        process's own worker at once?"""
+        return self.local is not None and self.local.has_room()
+
+    async def give(self, lease: Lease) -> None:
+        """Hand a run this front holds to its own worker, or, when that has no room, release
+        it ready for any worker (PostgreSQL NOTIFY wakes them)."""
+        if self.local is not None and self.local.take(lease):
+            log.info("event=run_given_to_local_worker run_id=%s", lease.run_id)
+            return
+        await self.store.runs.hand_off(lease)
+        await self.wake(lease.run_id)
 
     async def new(
         self, lease: Lease, agent: Agent, conversation: list[Message], context: dict[str, Any]
@@ -51,8 +83,7 @@ class HandOff:
         await self.store.runs.accessor(lease, self.policies.request_policy(agent)).save(
             RunResult(run=run)
         )
-        await self.store.runs.hand_off(lease)
-        await self.wake(lease.run_id)
+        await self.give(lease)
 
     async def retry(self, run_id: str) -> bool:
         """Save a failed run as running again (as `Agent.continue_run(retry=True)` does before
