@@ -54,6 +54,7 @@ from store.notify import ChannelListener
 from store.outbox_marks import OutboxMarks
 from store.outbox_reads import OutboxReads
 from store.outbox_rows import (
+    CARD_UPDATES_FIRST,
     DROPPED,
     FAILED,
     KINDS,
@@ -62,12 +63,13 @@ from store.outbox_rows import (
     OutboxRow,
     Put,
     Stored,
-    aware,
     claim_free,
     due,
     due_in,
     insert_ignore_key,
+    next_due_columns,
     outbox_row,
+    seconds_until,
 )
 from store.schema import slack_outbox as ob
 
@@ -251,20 +253,22 @@ class Outbox(OutboxMarks, OutboxReads):
         expires = now + timedelta(seconds=lease_seconds)
         # channels take turns: each one's oldest due row first, then each one's second, ...
         # (a burst in one channel, paced at Slack's 1 a second there, never holds the others)
-        oldest = (ob.c.next_attempt_at, ob.c.created_at)
+        # and the update of a card (a decision shown) before any other row: under Slack's
+        # limits, its share of chat.update's budget goes to what people act on
+        order = (CARD_UPDATES_FIRST, ob.c.next_attempt_at, ob.c.created_at)
         turns = (
             sa.select(
                 ob.c.key,
-                sa.func.row_number().over(partition_by=ob.c.channel, order_by=oldest).label("turn"),
+                sa.func.row_number().over(partition_by=ob.c.channel, order_by=order).label("turn"),
             )
             .where(due(now))
             .subquery()
         )
-        next_free, next_end = _next_due_columns(now)  # read with the rows: no second query
+        next_free, next_end = next_due_columns(now)  # read with the rows: no second query
         query = (
             sa.select(ob, next_free, next_end)
             .join(turns, turns.c.key == ob.c.key)
-            .order_by(turns.c.turn, *oldest)
+            .order_by(order[0], turns.c.turn, *order[1:])
             .limit(limit)
         )
         if self.db.is_postgres:
@@ -277,7 +281,7 @@ class Outbox(OutboxMarks, OutboxReads):
             if rows:
                 claimed = await self._take(conn, rows, token, now, expires)
                 if len(rows) < limit:
-                    next_due = _seconds_until([rows[0].next_free, rows[0].next_end], now)
+                    next_due = seconds_until([rows[0].next_free, rows[0].next_end], now)
             else:
                 next_due = await self._next_due(conn, now)
         if claimed:
@@ -323,8 +327,8 @@ class Outbox(OutboxMarks, OutboxReads):
         """Seconds until a pending row may be due: the next retry time of a free row, or the
         end of a claim that holds one (a dispatcher that died holding rows: they are sent
         once its claim lapses, with no other wake-up to wait for)."""
-        row = (await conn.execute(sa.select(*_next_due_columns(now)))).one()
-        return _seconds_until(list(row), now)
+        row = (await conn.execute(sa.select(*next_due_columns(now)))).one()
+        return seconds_until(list(row), now)
 
     @staticmethod
     async def _thread_ts(conn: AsyncConnection, keys: list[str]) -> dict[str, str]:
@@ -365,32 +369,6 @@ class Outbox(OutboxMarks, OutboxReads):
                 on_due(key, due_in)
             except Exception:  # a subscriber's bug must not fail the put
                 log.exception("event=outbox_wake_failed key=%s", key)
-
-
-def _next_due_columns(now: datetime) -> tuple[Any, Any]:
-    """The next retry time of a free pending row, and the first end of a claim holding one
-    (scalar subqueries over their own alias: a claim reads them with its rows)."""
-    other = ob.alias("pending_rows")
-    free = sa.or_(other.c.claim_token.is_(None), other.c.claim_expires_at < now)
-    pending = other.c.state == PENDING
-    next_free = (
-        sa.select(sa.func.min(other.c.next_attempt_at))
-        .where(pending, free, other.c.next_attempt_at > now)
-        .scalar_subquery()
-    )
-    next_end = (
-        sa.select(sa.func.min(other.c.claim_expires_at))
-        .where(pending, sa.not_(free))
-        .scalar_subquery()
-    )
-    return next_free.label("next_free"), next_end.label("next_end")
-
-
-def _seconds_until(times: list[Any], now: datetime) -> float | None:
-    known = [aware(at) for at in times if at is not None]
-    if not known:
-        return None
-    return max(0.0, (min(known) - now).total_seconds())
 
 
 def _nobody() -> bool:

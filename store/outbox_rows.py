@@ -132,3 +132,33 @@ class Put:
     expires_in: float | None
     delay: float
     only: str | None
+
+
+CARD_UPDATES_FIRST = sa.case((sa.and_(ob.c.key.like("card:%"), ob.c.ts.is_not(None)), 0), else_=1)
+"""0 for the update of a posted card (a decision shown), else 1: claims take those first."""
+
+
+def next_due_columns(now: datetime) -> tuple[Any, Any]:
+    """The next retry time of a free pending row, and the first end of a claim holding one
+    (scalar subqueries over their own alias: a claim reads them with its rows)."""
+    other = ob.alias("pending_rows")
+    free = sa.or_(other.c.claim_token.is_(None), other.c.claim_expires_at < now)
+    pending = other.c.state == PENDING
+    next_free = (
+        sa.select(sa.func.min(other.c.next_attempt_at))
+        .where(pending, free, other.c.next_attempt_at > now)
+        .scalar_subquery()
+    )
+    next_end = (
+        sa.select(sa.func.min(other.c.claim_expires_at))
+        .where(pending, sa.not_(free))
+        .scalar_subquery()
+    )
+    return next_free.label("next_free"), next_end.label("next_end")
+
+
+def seconds_until(times: list[Any], now: datetime) -> float | None:
+    known = [aware(at) for at in times if at is not None]
+    if not known:
+        return None
+    return max(0.0, (min(known) - now).total_seconds())

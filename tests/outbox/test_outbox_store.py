@@ -214,3 +214,19 @@ async def test_channels_take_turns_in_a_claim(outbox: Outbox) -> None:
         "root:busy0",
     ]
     assert claimed[2:] == ["root:busy1", "root:busy2"]  # then the busy channel, oldest first
+
+
+async def test_card_updates_are_claimed_before_other_rows(outbox: Outbox) -> None:
+    """Under Slack's limits a decision shows first: an updated card goes ahead of older
+    updates of roots (in its channel and in others); posts keep their order."""
+    keys = [f"root:r{i}" for i in range(5)] + ["card:q1", "card:q2"]
+    for key in keys:
+        await outbox.put(key, channel="C_OPS" if key != "card:q2" else "C_DEV", text="posted")
+    for i, row in enumerate(await outbox.claim_due("d", limit=10)):
+        await outbox.mark_sent(row.key, row.version, f"1.{i}", claim=row.claim_token)
+    for key in keys:  # every message changes; the cards last
+        await outbox.put(key, channel="C_OPS", text="changed")
+    await outbox.put("card:q3", channel="C_OPS", text="a new card")  # a post: no priority
+    claimed = [row.key for row in await outbox.claim_due("d", limit=4)]
+    assert sorted(claimed[:2]) == ["card:q1", "card:q2"]
+    assert "card:q3" not in claimed
