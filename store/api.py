@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from bot.agent.schema_tool import API_AGENT_PREFIX
 from bot.agent.util import utcnow
 from bot.agent.vocabulary import PauseKind, RequestKind
 from store.api_keys import (
@@ -38,8 +39,6 @@ from store.runs import run_record
 from store.schema import api_requests, runs
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
-
-API_AGENT_PREFIX = "api:"
 
 
 @dataclass(frozen=True)

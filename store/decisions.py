@@ -11,6 +11,7 @@ from typing import Any, NotRequired, TypedDict, Unpack
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from bot.agent.schema_tool import API_AGENT_PREFIX
 from bot.agent.util import utcnow
 from bot.agent.vocabulary import DECIDED_STATUSES, DecidedStatus
 from store.audit import add_audit
@@ -183,7 +184,7 @@ async def _claim_if_ready(
             runs.c.id == request.spec.run_id,
             runs.c.status == "waiting_for_human",
             runs.c.pause_seq == request.spec.pause_seq,
-            runs.c.agent_id.not_like("api:%"),
+            runs.c.agent_id.not_like(API_AGENT_PREFIX + "%"),
             sa.or_(runs.c.lease_owner.is_(None), runs.c.lease_expires_at < now),
             ~pending,
         )

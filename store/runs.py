@@ -211,7 +211,9 @@ def ready_condition(now: datetime) -> sa.ColumnElement[bool]:
     front, or lapsed), and waiting runs whose current pause has requests, none pending."""
     waiting_ready = sa.and_(
         runs.c.status == "waiting_for_human",
-        runs.c.agent_id.not_like("api:%"),  # an API request's run is its caller's to continue
+        runs.c.agent_id.not_like(
+            API_AGENT_PREFIX + "%"
+        ),  # an API request's run is its caller's to continue
         _pause_has_requests(False),
         ~_pause_has_requests(True),
     )

@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from bot.agent.schema_tool import API_AGENT_PREFIX
 from store.db import Database
 from store.schema import audit_events, runs
 
@@ -42,7 +43,9 @@ def _starts_query(person: str, since: datetime) -> sa.Select[Any]:
     started = sa.select(runs.c.created_at.label("at")).where(
         runs.c.requester == person,
         runs.c.created_at >= since,
-        runs.c.agent_id.not_like("api:%"),  # an approval API request is no run the person started
+        runs.c.agent_id.not_like(
+            API_AGENT_PREFIX + "%"
+        ),  # an approval API request is no run the person started
     )
     retried = sa.select(audit_events.c.at.label("at")).where(
         audit_events.c.actor == person,

@@ -12,7 +12,7 @@ from bot.service.ports import Directory
 from bot.service.presenting import SafePresenter
 from bot.service.registry import AgentRegistry
 from bot.service.runs.drive import RunDriver
-from bot.service.runs.present import show_cancelled
+from bot.service.runs.present import canceller, show_cancelled
 from bot.service.settings import ServiceSettings, Workspace
 from bot.service.start_gate import StartGate
 from store import ApprovalRequestRecord, Store
@@ -23,6 +23,7 @@ DENIED = (
     "Only the person who started this run, the approvers of its open requests or an admin "
     "may cancel it."
 )
+CANCELLED = "The run is cancelled."
 RETRY_DENIED = "Only the person who started this run, its approvers or an admin may retry it."
 
 
@@ -72,6 +73,8 @@ class RunControl:
         run = await self.store.runs.get(run_id)
         if run is None:
             return Outcome("not_found", "This run no longer exists.")
+        if run.status == "cancelled" and await canceller(self.store, run_id) == actor.user_id:
+            return Outcome("cancelled", CANCELLED, run=run)  # a replayed (or second) click
         if run.status in ENDED_RUN_STATUSES:
             return Outcome(
                 "invalid", f"This run is {run.status}; there is nothing to cancel.", run=run
@@ -100,7 +103,7 @@ class RunControl:
         log.info("event=run_cancelled run_id=%s actor=%s", run_id, actor.user_id)
         if await show_cancelled(self.show, done, actor.user_id) and done.run is not None:
             await self.store.runs.mark_shown(run_id, done.run.version)
-        return Outcome("cancelled", "The run is cancelled.", run=done.run)
+        return Outcome("cancelled", CANCELLED, run=done.run)
 
     async def retry(self, run_id: str, actor: Actor) -> Outcome:
         """Run a failed run again (its requester, its approvers or an admin may)."""

@@ -9,6 +9,7 @@ import json
 from bot.sandbox import payloads
 from tests.e2e.flows import start_deploy
 from tests.e2e.harness import Harness, buttons, has_button, message_text
+from tests.helpers.waiting import eventually
 
 
 async def _cancel(h: Harness, user: str) -> None:
@@ -46,6 +47,42 @@ async def test_the_requester_cancels_while_a_card_is_pending(harness: Harness) -
     await h.idle()
     assert "cancelled" in json.dumps(h.sandbox.ephemerals("U_APPROVER"))
     assert h.effects.deploys == [] and len(h.model.requests) == 1
+
+
+async def test_a_second_cancel_by_its_canceller_is_answered_as_the_first(
+    harness: Harness,
+) -> None:
+    """A replayed Cancel (the process died after the cancel, its click replayed from the
+    intake) or a second click tells the canceller what the first did, and changes nothing."""
+    h = harness
+    await start_deploy(h)
+    root = h.root()
+    await _cancel(h, "U_REQUESTER")
+    await h.sandbox.wait_for(lambda sb: "Cancelled by <@U_REQUESTER>" in h.thread_text(), 10)
+    await h.idle()
+    said, shown = len(h.sandbox.ephemerals("U_REQUESTER")), h.thread_text()
+    cancel = next(b for b in buttons(root) if b["action_id"] == "cancel")
+    block = next(b["block_id"] for b in root["blocks"] if cancel in b.get("elements", []))
+    payload = payloads.block_actions(
+        h.sandbox.person("U_REQUESTER"),
+        [payloads.action(cancel, block)],
+        h.sandbox.issue_trigger("U_REQUESTER"),
+        container={"type": "message", "message_ts": root["ts"], "channel_id": "C_GENERAL"},
+    )
+    assert (await h.sandbox.send_payload("block_actions", payload)).status == 200
+    intake = h.bot.store.intake()
+
+    async def processed() -> bool:
+        return await intake.pending_count() == 0
+
+    await eventually(processed, timeout=10, what="the second click processed")
+    await h.idle()
+    # as for the first click: its note in the thread (not twice), and no refusal
+    assert h.sandbox.ephemerals("U_REQUESTER")[said:] == []
+    assert h.thread_text() == shown
+    (run,) = await h.bot.store.runs.list()
+    trail = await h.bot.store.audit.trail(run.id)
+    assert [(e.actor, e.outcome) for e in trail if e.action == "cancel"] == [("U_REQUESTER", "ok")]
 
 
 async def test_a_strangers_cancel_is_refused(harness: Harness) -> None:

@@ -93,12 +93,11 @@ class RunPresenter:
             await self.store.runs.mark_shown(run.id, run.version)
 
     async def _show_cancel_again(self, run: RunRecord) -> bool:
-        trail = await self.store.audit.trail(run.id)
-        by = [e.actor for e in trail if e.action == "cancel" and e.outcome == "ok" and e.actor]
+        by = await canceller(self.store, run.id)
         current = await self.store.requests.current(run.id)
         closed = [r for r in current if r.state.status == "cancelled"]
         done = CancelResult(cancelled=True, run=run, requests=closed)
-        return await show_cancelled(self.show, done, str(by[-1]) if by else "someone")
+        return await show_cancelled(self.show, done, by or "someone")
 
     async def repost_cards(self, run_id: str) -> None:
         """Post cards that a dead process never posted; the lease makes one replica do it."""
@@ -137,3 +136,10 @@ async def show_cancelled(show: SafePresenter, done: CancelResult, actor: str) ->
         shown = await show.request_changed(run, request) and shown
     shown = await show.run_changed(run, STATUS) and shown
     return await show.run_changed(run, Cancelled(actor)) and shown
+
+
+async def canceller(store: Store, run_id: str) -> str | None:
+    """Who cancelled the run (the audit trail's last successful cancel)."""
+    trail = await store.audit.trail(run_id)
+    by = [e.actor for e in trail if e.action == "cancel" and e.outcome == "ok" and e.actor]
+    return str(by[-1]) if by else None
