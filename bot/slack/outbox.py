@@ -133,7 +133,13 @@ class OutboxDispatcher(RowSender):
         if self.outbox.sender_here == self.sending:
             self.outbox.sender_here = lambda: False
         if self._loop_task is not None:
-            self._loop_task.cancel()
+            # the loop ends at its next turn: a claim or a sweep in progress finishes its
+            # transaction (one cancelled inside it could leave SQLite's write lock held by a
+            # connection nobody uses any more); cancelled only if it does not end in time
+            self._woken.set()
+            done, _ = await asyncio.wait({self._loop_task}, timeout=grace)
+            if not done:
+                self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
             self._loop_task = None
         if self._inflight:
