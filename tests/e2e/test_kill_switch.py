@@ -5,6 +5,7 @@ requests and admins may use it (issue 11)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from bot.sandbox import payloads
 from tests.e2e.flows import start_deploy
@@ -15,6 +16,19 @@ from tests.helpers.waiting import eventually
 async def _cancel(h: Harness, user: str) -> None:
     d = await h.sandbox.click(user, "C_GENERAL", h.root()["ts"], "cancel")
     assert d.status == 200
+
+
+async def _click_as_shown(h: Harness, user: str, message: dict[str, Any], action_id: str) -> None:
+    """A click on `message` as it was shown before (a stale message, or a replayed click)."""
+    button = next(b for b in buttons(message) if b["action_id"] == action_id)
+    block = next(b["block_id"] for b in message["blocks"] if button in b.get("elements", []))
+    payload = payloads.block_actions(
+        h.sandbox.person(user),
+        [payloads.action(button, block)],
+        h.sandbox.issue_trigger(user),
+        container={"type": "message", "message_ts": message["ts"], "channel_id": "C_GENERAL"},
+    )
+    assert (await h.sandbox.send_payload("block_actions", payload)).status == 200
 
 
 async def test_the_requester_cancels_while_a_card_is_pending(harness: Harness) -> None:
@@ -34,15 +48,7 @@ async def test_the_requester_cancels_while_a_card_is_pending(harness: Harness) -
     trail = await h.bot.store.audit.trail(run.id)
     assert [(e.actor, e.outcome) for e in trail if e.action == "cancel"] == [("U_REQUESTER", "ok")]
     # an Approve click from the card as it was before changes nothing
-    approve = next(b for b in buttons(card) if b["action_id"] == "approve")
-    block = next(b["block_id"] for b in card["blocks"] if approve in b.get("elements", []))
-    payload = payloads.block_actions(
-        h.sandbox.person("U_APPROVER"),
-        [payloads.action(approve, block)],
-        h.sandbox.issue_trigger("U_APPROVER"),
-        container={"type": "message", "message_ts": card["ts"], "channel_id": "C_GENERAL"},
-    )
-    assert (await h.sandbox.send_payload("block_actions", payload)).status == 200
+    await _click_as_shown(h, "U_APPROVER", card, "approve")
     await h.sandbox.wait_for(lambda sb: sb.ephemerals("U_APPROVER"))
     await h.idle()
     assert "cancelled" in json.dumps(h.sandbox.ephemerals("U_APPROVER"))
@@ -61,15 +67,7 @@ async def test_a_second_cancel_by_its_canceller_is_answered_as_the_first(
     await h.sandbox.wait_for(lambda sb: "Cancelled by <@U_REQUESTER>" in h.thread_text(), 10)
     await h.idle()
     said, shown = len(h.sandbox.ephemerals("U_REQUESTER")), h.thread_text()
-    cancel = next(b for b in buttons(root) if b["action_id"] == "cancel")
-    block = next(b["block_id"] for b in root["blocks"] if cancel in b.get("elements", []))
-    payload = payloads.block_actions(
-        h.sandbox.person("U_REQUESTER"),
-        [payloads.action(cancel, block)],
-        h.sandbox.issue_trigger("U_REQUESTER"),
-        container={"type": "message", "message_ts": root["ts"], "channel_id": "C_GENERAL"},
-    )
-    assert (await h.sandbox.send_payload("block_actions", payload)).status == 200
+    await _click_as_shown(h, "U_REQUESTER", root, "cancel")
     intake = h.bot.store.intake()
 
     async def processed() -> bool:
