@@ -143,10 +143,11 @@ class Outbox(OutboxMarks, OutboxReads):
             return (await self._put(conn, put)).version
         async with self.db.write(single=True) as own:  # each statement is sound on its own
             stored = await self._put(own, put)
-            if stored.version and stored.due_in is not None:
+            wake_in = stored.due_in if stored.version else None  # None: nobody to wake
+            if wake_in is not None:
                 await self._notify(own, key)
-        if stored.version and stored.due_in is not None:
-            self._wake_local(key, stored.due_in)
+        if wake_in is not None:
+            self._wake_local(key, wake_in)
         return stored.version
 
     async def _put(self, conn: AsyncConnection, put: Put) -> Stored:

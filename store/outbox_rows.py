@@ -67,8 +67,8 @@ def outbox_row(m: Any, thread_ts: str | None = None) -> OutboxRow:
     )
 
 
-def claim_free(now: datetime) -> sa.ColumnElement[bool]:
-    return sa.or_(ob.c.claim_token.is_(None), ob.c.claim_expires_at < now)
+def claim_free(now: datetime, table: Any = ob) -> sa.ColumnElement[bool]:
+    return sa.or_(table.c.claim_token.is_(None), table.c.claim_expires_at < now)
 
 
 _WAITED = ob.alias("waited")
@@ -109,7 +109,7 @@ def insert_ignore_key(db: Database, table: sa.Table = ob, key: str = "key") -> A
 
 def due_in(row: Any, now: datetime) -> float | None:
     """Seconds until a put row may be claimed; None while a live claim holds it."""
-    if row.claim_expires_at is not None and aware(row.claim_expires_at) > now:
+    if row.claim_expires_at is not None and aware(row.claim_expires_at) >= now:
         return None
     return max(0.0, (aware(row.next_attempt_at) - now).total_seconds())
 
@@ -142,7 +142,7 @@ def next_due_columns(now: datetime) -> tuple[Any, Any]:
     """The next retry time of a free pending row, and the first end of a claim holding one
     (scalar subqueries over their own alias: a claim reads them with its rows)."""
     other = ob.alias("pending_rows")
-    free = sa.or_(other.c.claim_token.is_(None), other.c.claim_expires_at < now)
+    free = claim_free(now, other)
     pending = other.c.state == PENDING
     next_free = (
         sa.select(sa.func.min(other.c.next_attempt_at))
