@@ -215,12 +215,17 @@ class Database:
 
 def insert_ignore(db: Database, table: Any) -> Any:
     """`INSERT ... ON CONFLICT DO NOTHING` for the engine's dialect (call `.values()` on it)."""
-    if db.is_postgres:
+    return insert_ignore_for(db.dialect, table)
+
+
+def insert_ignore_for(dialect: str, table: Any) -> Any:
+    """`insert_ignore` for a dialect's name (`postgresql` or `sqlite`)."""
+    if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
         return pg_insert(table)
-    if db.is_sqlite:
+    if dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
         return sqlite_insert(table)
-    raise NotImplementedError(f"sayso's store supports SQLite and PostgreSQL, not {db.dialect}")
+    raise NotImplementedError(f"sayso's store supports SQLite and PostgreSQL, not {dialect}")

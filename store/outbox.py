@@ -49,12 +49,12 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.util import utcnow
+from store import outbox_sql as sql
 from store.db import Database
 from store.notify import ChannelListener
 from store.outbox_marks import OutboxMarks
 from store.outbox_reads import OutboxReads
 from store.outbox_rows import (
-    CARD_UPDATES_FIRST,
     DROPPED,
     FAILED,
     KINDS,
@@ -63,11 +63,7 @@ from store.outbox_rows import (
     OutboxRow,
     Put,
     Stored,
-    claim_free,
-    due,
     due_in,
-    insert_ignore_key,
-    next_due_columns,
     outbox_row,
     seconds_until,
 )
@@ -157,60 +153,31 @@ class Outbox(OutboxMarks, OutboxReads):
         once it records the old one (`Marked.PENDING`)."""
         now = utcnow()
         expires = now + timedelta(seconds=put.expires_in) if put.expires_in is not None else None
+        due_at = now + timedelta(seconds=put.delay)
         if put.only != "new":
-            idle = ob.c.state != PENDING  # nothing was pending: due now (or after the debounce)
-            values: dict[str, Any] = {
-                "payload": put.body,
-                "version": ob.c.version + 1,
-                "state": PENDING,
-                "updated_at": now,
-                "last_error": None,
-                "next_attempt_at": sa.case(
-                    (idle, now + timedelta(seconds=put.delay)), else_=ob.c.next_attempt_at
-                ),
-                "attempts": sa.case((idle, 0), else_=ob.c.attempts),
-                "pending_since": sa.case((idle, now), else_=ob.c.pending_since),
-            }
-            if expires is not None:
-                values["expires_at"] = expires
-            for column, value in put.target.items():  # fixed once posted; before, a put moves it
-                if value is not None and column != "kind":
-                    values[column] = sa.case((ob.c.ts.is_(None), value), else_=ob.c[column])
-            updated = (
-                await conn.execute(
-                    ob.update()
-                    .where(ob.c.key == put.key)
-                    .values(**values)
-                    .returning(ob.c.version, ob.c.next_attempt_at, ob.c.claim_expires_at)
-                )
-            ).first()
+            named = frozenset(c for c, v in put.target.items() if v is not None and c != "kind")
+            statement = sql.put_update(named, expires is not None)
+            params = sql.put_params(put.key, put.body, put.target, now=now, next=due_at)
+            params["p_expires"] = expires
+            updated = (await conn.execute(statement, params)).first()
             if updated is not None:
                 return Stored(int(updated.version), due_in(updated, now))
             if put.only == "existing":
                 return Stored(0, None)
-        return await self._insert(conn, put, now, expires)
+        return await self._insert(conn, put, now, due_at, expires)
 
     async def _insert(
-        self, conn: AsyncConnection, put: Put, now: datetime, expires: datetime | None
+        self,
+        conn: AsyncConnection,
+        put: Put,
+        now: datetime,
+        due_at: datetime,
+        expires: datetime | None,
     ) -> Stored:
-        inserted = await conn.execute(
-            insert_ignore_key(self.db).values(
-                key=put.key,
-                state=PENDING,
-                payload=put.body,
-                version=1,
-                sent_version=0,
-                progress=0,
-                unsure=False,
-                attempts=0,
-                next_attempt_at=now + timedelta(seconds=put.delay),
-                expires_at=expires,
-                created_at=now,
-                updated_at=now,
-                pending_since=now,
-                **put.target,
-            )
+        params = sql.put_params(
+            put.key, put.body, put.target, now=now, next=due_at, expires=expires
         )
+        inserted = await conn.execute(sql.put_insert(self.db.dialect), params)
         if inserted.rowcount == 1:
             return Stored(1, put.delay)
         if put.only == "new":
@@ -252,33 +219,12 @@ class Outbox(OutboxMarks, OutboxReads):
             return [], None
         now = now or utcnow()
         expires = now + timedelta(seconds=lease_seconds)
-        # channels take turns: each one's oldest due row first, then each one's second, ...
-        # (a burst in one channel, paced at Slack's 1 a second there, never holds the others)
-        # and the update of a card (a decision shown) before any other row: under Slack's
-        # limits, its share of chat.update's budget goes to what people act on
-        order = (CARD_UPDATES_FIRST, ob.c.next_attempt_at, ob.c.created_at)
-        turns = (
-            sa.select(
-                ob.c.key,
-                sa.func.row_number().over(partition_by=ob.c.channel, order_by=order).label("turn"),
-            )
-            .where(due(now))
-            .subquery()
-        )
-        next_free, next_end = next_due_columns(now)  # read with the rows: no second query
-        query = (
-            sa.select(ob, next_free, next_end)
-            .join(turns, turns.c.key == ob.c.key)
-            .order_by(order[0], turns.c.turn, *order[1:])
-            .limit(limit)
-        )
-        if self.db.is_postgres:
-            query = query.with_for_update(skip_locked=True, of=ob)
+        query = sql.claim_rows(self.db.is_postgres)  # the order: see there
         token = uuid.uuid4().hex  # one claim, one token: each row's fencing token
         claimed: list[OutboxRow] = []
         next_due: float | None = None
         async with self.db.write() as conn:
-            rows = (await conn.execute(query)).all()
+            rows = (await conn.execute(query, {"p_now": now, "p_limit": limit})).all()
             if rows:
                 claimed = await self._take(conn, rows, token, now, expires)
                 if len(rows) < limit:
@@ -301,17 +247,8 @@ class Outbox(OutboxMarks, OutboxReads):
         claim holds (all of them: the rows are locked on PostgreSQL, and on SQLite this
         transaction is the one writer; `RETURNING` says so rather than assuming it)."""
         threads = await self._thread_ts(conn, [r.thread_key for r in rows if r.thread_key])
-        may_post = sa.and_(ob.c.ts.is_(None), ob.c.kind.in_(("message", "stream")))
-        taken = await conn.scalars(
-            ob.update()
-            .where(ob.c.key.in_([r.key for r in rows]), claim_free(now))
-            .values(
-                claim_token=token,
-                claim_expires_at=expires,
-                unsure=sa.case((sa.or_(ob.c.unsure, may_post), sa.true()), else_=sa.false()),
-            )
-            .returning(ob.c.key)
-        )
+        params = {"p_keys": [r.key for r in rows], "p_now": now, "p_claim": token}
+        taken = await conn.scalars(sql.take_rows(), {**params, "p_expires": expires})
         held_keys = set(taken.all())
         claimed: list[OutboxRow] = []
         for r in rows:
@@ -328,7 +265,7 @@ class Outbox(OutboxMarks, OutboxReads):
         """Seconds until a pending row may be due: the next retry time of a free row, or the
         end of a claim that holds one (a dispatcher that died holding rows: they are sent
         once its claim lapses, with no other wake-up to wait for)."""
-        row = (await conn.execute(sa.select(*next_due_columns(now)))).one()
+        row = (await conn.execute(sql.next_due(), {"p_now": now})).one()
         return seconds_until(list(row), now)
 
     @staticmethod

@@ -10,8 +10,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.agent.util import utcnow
+from store import outbox_sql as sql
 from store.db import Database
-from store.outbox_rows import DROPPED, FAILED, PENDING, SENT, claim_free, held
+from store.outbox_rows import DROPPED, PENDING, claim_free, held
 from store.schema import slack_outbox as ob
 
 
@@ -43,27 +44,13 @@ class OutboxMarks:
         With `claim`, only that claim's holder may (`Marked.LAPSED` otherwise; a ts is still
         recorded if the row had none)."""
         now = utcnow()
-        values: dict[str, Any] = {
-            "sent_version": sa.func.max(ob.c.sent_version, version)
-            if not self.db.is_postgres
-            else sa.func.greatest(ob.c.sent_version, version),
-            "state": sa.case((ob.c.version > version, PENDING), else_=SENT),
-            "next_attempt_at": now,
-            "claim_token": None,
-            "claim_expires_at": None,
-            "unsure": False,
-            "attempts": 0,
-            "last_error": None,
-            "updated_at": now,
-        }
-        if ts is not None:
-            values["ts"] = sa.func.coalesce(ob.c.ts, ts)
-        if progress is not None:
-            values["progress"] = progress
+        statement = sql.mark_sent(
+            self.db.is_postgres, claim is not None, ts is not None, progress is not None
+        )
+        params = {"p_key": key, "p_claim": claim, "p_version": version, "p_now": now}
+        params.update(p_ts=ts, p_progress=progress)
         async with self.db.write(single=True) as conn:
-            state = await conn.scalar(
-                ob.update().where(held(key, claim)).values(**values).returning(ob.c.state)
-            )
+            state = await conn.scalar(statement, params)
             if state is None and ts is not None:  # our claim lapsed: keep the fact
                 await conn.execute(
                     ob.update().where(ob.c.key == key).values(ts=sa.func.coalesce(ob.c.ts, ts))
@@ -86,21 +73,11 @@ class OutboxMarks:
         `maybe_sent` becomes the row's `unsure`: pass False only when neither this attempt nor
         an earlier one (the claimed row's `unsure`) may have posted. `count=False` releases
         the row without counting an attempt (paced, or Slack known to be down)."""
-        values: dict[str, Any] = {
-            "claim_token": None,
-            "claim_expires_at": None,
-            "last_error": error[:1000],
-            "updated_at": utcnow(),
-        }
-        if count:
-            values["attempts"] = ob.c.attempts + 1
-        values["unsure"] = maybe_sent
-        if retry_at is None:
-            values["state"] = FAILED
-        else:
-            values["next_attempt_at"] = retry_at
+        statement = sql.mark_failed(claim is not None, count, retry_at is None)
+        params: dict[str, Any] = {"p_key": key, "p_claim": claim, "p_now": utcnow()}
+        params.update(p_error=error[:1000], p_unsure=maybe_sent, p_retry_at=retry_at)
         async with self.db.write(single=True) as conn:
-            result = await conn.execute(ob.update().where(held(key, claim)).values(**values))
+            result = await conn.execute(statement, params)
         return result.rowcount == 1
 
     async def adopt(

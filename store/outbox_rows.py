@@ -67,7 +67,7 @@ def outbox_row(m: Any, thread_ts: str | None = None) -> OutboxRow:
     )
 
 
-def claim_free(now: datetime, table: Any = ob) -> sa.ColumnElement[bool]:
+def claim_free(now: Any, table: Any = ob) -> sa.ColumnElement[bool]:
     return sa.or_(table.c.claim_token.is_(None), table.c.claim_expires_at < now)
 
 
@@ -80,7 +80,7 @@ def _waits_for(column: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
     return sa.exists().where(other.c.key == column, other.c.ts.is_(None), other.c.state == PENDING)
 
 
-def due(now: datetime) -> sa.ColumnElement[bool]:
+def due(now: Any) -> sa.ColumnElement[bool]:
     return sa.and_(
         ob.c.state == PENDING,
         ob.c.next_attempt_at <= now,
@@ -91,9 +91,9 @@ def due(now: datetime) -> sa.ColumnElement[bool]:
     )
 
 
-def held(key: str, claim: str | None) -> sa.ColumnElement[bool]:
+def held(key: Any, claim: Any) -> sa.ColumnElement[bool]:
     if claim is None:
-        return ob.c.key == key
+        return ob.c.key == key  # type: ignore[no-any-return]
     return sa.and_(ob.c.key == key, ob.c.claim_token == claim)
 
 
@@ -138,9 +138,10 @@ CARD_UPDATES_FIRST = sa.case((sa.and_(ob.c.key.like("card:%"), ob.c.ts.is_not(No
 """0 for the update of a posted card (a decision shown), else 1: claims take those first."""
 
 
-def next_due_columns(now: datetime) -> tuple[Any, Any]:
+def next_due_columns(now: Any) -> tuple[Any, Any]:
     """The next retry time of a free pending row, and the first end of a claim holding one
-    (scalar subqueries over their own alias: a claim reads them with its rows)."""
+    (scalar subqueries over their own alias: a claim reads them with its rows; `now`: a time
+    or a bind parameter)."""
     other = ob.alias("pending_rows")
     free = claim_free(now, other)
     pending = other.c.state == PENDING
