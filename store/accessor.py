@@ -6,6 +6,7 @@ approval requests of a new pause, and the release of the lease once the run stop
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
@@ -45,6 +46,41 @@ def _pause_seq(pause: Pause, old: Any) -> int:
         and old.pause_step == pause.step
     )
     return int(old.pause_seq) if same else int(old.pause_seq) + 1
+
+
+@functools.cache
+def _save_statement(with_seq: bool, running: bool) -> sa.Update:
+    """A save's fenced write, built once per shape (params: p_id, p_owner, p_version: the
+    lease; p_state, p_schema, p_status, p_pause_kind, p_pause_step, p_pause_seq, p_now,
+    p_expires: the lease's new end while running)."""
+
+    def param(name: str, column: str) -> sa.BindParameter[Any]:
+        return sa.bindparam("p_" + name, type_=runs.c[column].type)
+
+    values: dict[str, Any] = {
+        "state": param("state", "state"),
+        "state_schema_version": param("schema", "state_schema_version"),
+        "status": param("status", "status"),
+        "pause_kind": param("pause_kind", "pause_kind"),
+        "pause_step": param("pause_step", "pause_step"),
+        "updated_at": param("now", "updated_at"),
+        "version": runs.c.version + 1,
+        "lease_expires_at": param("expires", "lease_expires_at"),
+    }
+    if with_seq:
+        values["pause_seq"] = param("pause_seq", "pause_seq")
+    if not running:  # the run stopped running: the lease ends with this save
+        values["lease_owner"] = None
+    return (
+        runs.update()
+        .where(
+            runs.c.id == param("id", "id"),
+            runs.c.lease_owner == param("owner", "lease_owner"),
+            runs.c.version == param("version", "version"),
+        )
+        .values(**values)
+        .returning(runs.c.requester, runs.c.channel_id)
+    )
 
 
 @dataclass(frozen=True)
@@ -103,37 +139,26 @@ class StoreStateAccessor:
         state = result.model_dump_json()
         async with self.db.write() as conn:
             old = await self._old_row(conn, run.id) if _needs_old_row(pause) else None
-            values: dict[str, Any] = {
-                "state": state,
-                "state_schema_version": result.schema_version,
-                "status": run.status,
-                "pause_kind": pause.kind if pause else None,
-                "pause_step": pause.step if pause else None,
-                "updated_at": now,
-                "version": runs.c.version + 1,
-            }
             seq = _pause_seq(pause, old) if pause is not None else None
-            if seq is not None:
-                values["pause_seq"] = seq
-            if run.status == "running":  # a save is also a heartbeat
-                values["lease_expires_at"] = now + timedelta(seconds=self.lease_seconds)
-            else:
-                values["lease_owner"] = None
-                values["lease_expires_at"] = None
+            running = run.status == "running"  # a save is also a heartbeat
+            expires = now + timedelta(seconds=self.lease_seconds) if running else None
+            params = {
+                "p_id": run.id,
+                "p_owner": lease.owner,
+                "p_version": lease.version,
+                "p_state": state,
+                "p_schema": result.schema_version,
+                "p_status": run.status,
+                "p_pause_kind": pause.kind if pause else None,
+                "p_pause_step": pause.step if pause else None,
+                "p_pause_seq": seq,
+                "p_now": now,
+                "p_expires": expires,
+            }
             # One statement: the fenced write, returning what a new pause's requests need
             # (no read of the row first; the write's row count is the fence).
-            written = (
-                await conn.execute(
-                    runs.update()
-                    .where(
-                        runs.c.id == run.id,
-                        runs.c.lease_owner == lease.owner,
-                        runs.c.version == lease.version,
-                    )
-                    .values(**values)
-                    .returning(runs.c.requester, runs.c.channel_id)
-                )
-            ).first()
+            statement = _save_statement(seq is not None, running)
+            written = (await conn.execute(statement, params)).first()
             if written is None:
                 if await self._old_row(conn, run.id) is None:
                     raise LeaseLostError(f"Run {run.id} is not in the store: create_run it first")
@@ -146,8 +171,8 @@ class StoreStateAccessor:
             if run.status in ENDED_RUN_STATUSES:
                 await requests.cancel_pending(conn, run.id, now)
         lease.version += 1
-        if run.status == "running":
-            lease.expires_at = values["lease_expires_at"]
+        if expires is not None:
+            lease.expires_at = expires
         self.saved = SavedRun(
             status=run.status,
             pause_kind=pause.kind if pause else None,
@@ -156,7 +181,7 @@ class StoreStateAccessor:
             updated_at=now,
             version=lease.version,
             lease_owner=None if run.status != "running" else lease.owner,
-            lease_expires_at=values["lease_expires_at"],
+            lease_expires_at=expires,
             state=state,
             state_schema_version=result.schema_version,
         )

@@ -10,6 +10,7 @@ an older version during a rolling upgrade (no hash) are chained in by the next a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -81,9 +82,11 @@ def event_hash(prev_hash: str, event: Mapping[str, Any]) -> str:
     return hashlib.sha256(f"{prev_hash}\n{canonical}".encode()).hexdigest()
 
 
-async def _lock_head(conn: AsyncConnection, run_id: str | None) -> Any:
-    """The chain's head row, locked until the transaction ends, with the newest event's id and
-    the run's agent and workspace (one statement)."""
+@functools.cache
+def _head_query(dialect: str) -> sa.Select[Any]:
+    """The chain's head, locked, with the newest event's id and the run's agent and workspace
+    (param p_run_id), built once: an event is written with every decision."""
+    run_id = sa.bindparam("p_run_id", type_=runs.c.id.type)
     newest = sa.select(sa.func.max(audit_events.c.id)).scalar_subquery()
     agent = sa.select(runs.c.agent_id).where(runs.c.id == run_id).scalar_subquery()
     team = sa.select(runs.c.team_id).where(runs.c.id == run_id).scalar_subquery()
@@ -94,9 +97,35 @@ async def _lock_head(conn: AsyncConnection, run_id: str | None) -> Any:
         agent.label("agent_id"),
         team.label("tenant"),
     ).where(audit_chain.c.id == 1)
-    if conn.dialect.name == "postgresql":
+    if dialect == "postgresql":
         query = query.with_for_update(of=audit_chain)
-    row = (await conn.execute(query)).first()
+    return query
+
+
+_EVENT_COLUMNS = (
+    *("at", "actor", "action", "run_id", "call_id", "request_id", "tool_name", "args_hash"),
+    *("outcome", "detail", "agent_id", "tenant", "prev_hash", "hash"),
+)
+_INSERT_EVENT = audit_events.insert().values(
+    **{c: sa.bindparam("p_" + c, type_=audit_events.c[c].type) for c in _EVENT_COLUMNS}
+)
+_MOVE_HEAD = audit_chain.update().where(audit_chain.c.id == 1)
+_HEAD_HASH = sa.bindparam("p_head_hash", type_=audit_chain.c.head_hash.type)
+_MOVE_HEAD_TO_INSERTED = _MOVE_HEAD.values(  # PostgreSQL: the insert feeds the head's update
+    head_id=sa.select(
+        _INSERT_EVENT.returning(audit_events.c.id).cte("inserted").c.id
+    ).scalar_subquery(),
+    head_hash=_HEAD_HASH,
+)
+_MOVE_HEAD_TO = _MOVE_HEAD.values(
+    head_id=sa.bindparam("p_head_id", type_=audit_chain.c.head_id.type), head_hash=_HEAD_HASH
+)
+
+
+async def _lock_head(conn: AsyncConnection, run_id: str | None) -> Any:
+    """The chain's head row, locked until the transaction ends, with the newest event's id and
+    the run's agent and workspace (one statement)."""
+    row = (await conn.execute(_head_query(conn.dialect.name), {"p_run_id": run_id})).first()
     if row is None:
         raise RuntimeError("audit_chain has no head row: run `sayso db upgrade`")
     return row
@@ -155,18 +184,14 @@ async def add_audit(
         head_hash = await _adopt_unchained(conn, head.head_id or 0, head_hash)
     values.update(agent_id=head.agent_id, tenant=head.tenant)
     digest = event_hash(head_hash, values)
-    insert = audit_events.insert().values(**values, prev_hash=head_hash, hash=digest)
-    move_head = audit_chain.update().where(audit_chain.c.id == 1)
+    params = {"p_" + c: v for c, v in values.items()}
+    params.update(p_prev_hash=head_hash, p_hash=digest, p_head_hash=digest)
     if conn.dialect.name == "postgresql":  # one round trip: the insert feeds the head's update
-        inserted = insert.returning(audit_events.c.id).cte("inserted")
-        new_id = sa.select(inserted.c.id).scalar_subquery()
-        await conn.execute(move_head.values(head_id=new_id, head_hash=digest))
+        await conn.execute(_MOVE_HEAD_TO_INSERTED, params)
     else:
-        result = await conn.execute(insert)
+        result = await conn.execute(_INSERT_EVENT, params)
         assert result.inserted_primary_key is not None
-        await conn.execute(
-            move_head.values(head_id=result.inserted_primary_key[0], head_hash=digest)
-        )
+        await conn.execute(_MOVE_HEAD_TO, {**params, "p_head_id": result.inserted_primary_key[0]})
 
 
 async def audit(db: Database, **entry: Unpack[AuditEntry]) -> None:

@@ -81,6 +81,30 @@ class DecisionInput(TypedDict):
     output: NotRequired[Any]
 
 
+def _param(name: str, column: sa.Column[Any]) -> sa.BindParameter[Any]:
+    return sa.bindparam("p_" + name, type_=column.type)
+
+
+_DECIDE = (
+    req.update()
+    .where(
+        req.c.id == _param("id", req.c.id),
+        req.c.status == "pending",
+        req.c.expires_at > _param("now", req.c.expires_at),
+    )
+    .values(
+        status=_param("status", req.c.status),
+        decided_by=_param("actor", req.c.decided_by),
+        decided_at=_param("now", req.c.decided_at),
+        reason=_param("reason", req.c.reason),
+        edited_arguments=_param("edited", req.c.edited_arguments),
+        output=_param("output", req.c.output),
+    )
+    .returning(*req.columns)
+)
+"""The conditional write that decides a pending request (built once: one per decision)."""
+
+
 async def decide(
     db: Database,
     request_id: str,
@@ -103,21 +127,9 @@ async def decide(
     won = expired = False
     lease: Lease | None = None
     async with db.write() as conn:
-        decided = (
-            await conn.execute(
-                req.update()
-                .where(req.c.id == request_id, req.c.status == "pending", req.c.expires_at > now)
-                .values(
-                    status=status,
-                    decided_by=actor,
-                    decided_at=now,
-                    reason=reason,
-                    edited_arguments=edited_arguments,
-                    output=output,
-                )
-                .returning(*req.columns)
-            )
-        ).all()
+        params = {"p_id": request_id, "p_now": now, "p_status": status, "p_actor": actor}
+        params.update(p_reason=reason, p_edited=edited_arguments, p_output=output)
+        decided = (await conn.execute(_DECIDE, params)).all()
         won = len(decided) == 1
         request = (await records_of(conn, decided))[0] if won else await _one(conn, request_id)
         if request is not None and not won and request.state.status == "pending":
@@ -164,6 +176,34 @@ async def decide(
     )
 
 
+def _claim_if_ready_statement() -> sa.Update:
+    run_id, seq = _param("run_id", runs.c.id), _param("seq", runs.c.pause_seq)
+    now = _param("now", runs.c.lease_expires_at)
+    pending = sa.exists().where(
+        req.c.run_id == run_id, req.c.pause_seq == seq, req.c.status == "pending"
+    )
+    return (
+        runs.update()
+        .where(
+            runs.c.id == run_id,
+            runs.c.status == "waiting_for_human",
+            runs.c.pause_seq == seq,
+            runs.c.agent_id.not_like(API_AGENT_PREFIX + "%"),
+            sa.or_(runs.c.lease_owner.is_(None), runs.c.lease_expires_at < now),
+            ~pending,
+        )
+        .values(
+            lease_owner=_param("owner", runs.c.lease_owner),
+            lease_expires_at=_param("expires", runs.c.lease_expires_at),
+            version=runs.c.version + 1,
+        )
+        .returning(runs.c.version)
+    )
+
+
+_CLAIM_IF_READY = _claim_if_ready_statement()
+
+
 async def _claim_if_ready(
     conn: AsyncConnection, request: ApprovalRequestRecord, claim: LeaseClaim, now: datetime
 ) -> Lease | None:
@@ -172,25 +212,10 @@ async def _claim_if_ready(
     it. One statement instead of a check after commit plus a claim. When another decision of
     the same pause is in flight it still looks pending here: nothing is claimed, and the
     check after commit (`pause_ready`) sees both."""
-    pending = sa.exists().where(
-        req.c.run_id == request.spec.run_id,
-        req.c.pause_seq == request.spec.pause_seq,
-        req.c.status == "pending",
-    )
     expires = now + timedelta(seconds=claim.lease_seconds)
-    version = await conn.scalar(
-        runs.update()
-        .where(
-            runs.c.id == request.spec.run_id,
-            runs.c.status == "waiting_for_human",
-            runs.c.pause_seq == request.spec.pause_seq,
-            runs.c.agent_id.not_like(API_AGENT_PREFIX + "%"),
-            sa.or_(runs.c.lease_owner.is_(None), runs.c.lease_expires_at < now),
-            ~pending,
-        )
-        .values(lease_owner=claim.owner, lease_expires_at=expires, version=runs.c.version + 1)
-        .returning(runs.c.version)
-    )
+    params = {"p_run_id": request.spec.run_id, "p_seq": request.spec.pause_seq, "p_now": now}
+    params.update(p_owner=claim.owner, p_expires=expires)
+    version = await conn.scalar(_CLAIM_IF_READY, params)
     if version is None:
         return None
     return Lease(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import fields
@@ -21,7 +22,7 @@ from store.records import (
     RequestState,
     RunRecord,
 )
-from store.runs import run_record
+from store.runs import RUN_BY_ID, run_record
 from store.schema import approval_requests as req
 from store.schema import request_approvals as rv
 from store.schema import request_approvers as ra
@@ -56,10 +57,10 @@ _SEPARATOR = "\x1f"  # ASCII unit separator: in no user, group or channel id
 _PRINCIPALS = "listed_principals"
 
 
-def _principals_column(conn: AsyncConnection) -> sa.ColumnElement[Any]:
+def _principals_column(dialect: str) -> sa.ColumnElement[Any]:
     """Each request's approvers in one text column of the same query (a correlated
     aggregate: no second query per read of a few requests)."""
-    if conn.dialect.name == "postgresql":
+    if dialect == "postgresql":
         joined = sa.func.string_agg(ra.c.principal, sa.literal(_SEPARATOR))
     else:
         joined = sa.func.group_concat(ra.c.principal, sa.literal(_SEPARATOR))
@@ -73,8 +74,21 @@ async def fetch(
     quorum, the approvals so far). `inline_approvers`: in the same query (for reads of one
     request or one pause; a page of many is better served by one more query)."""
     if inline_approvers:
-        query = query.add_columns(_principals_column(conn))
+        query = query.add_columns(_principals_column(conn.dialect.name))
     return await records_of(conn, (await conn.execute(query)).all())
+
+
+@functools.cache
+def _with_approvers(dialect: str, query: sa.Select[Any]) -> sa.Select[Any]:
+    """`query` (built once, with bind parameters) with its approvers' column, per dialect."""
+    return query.add_columns(_principals_column(dialect))
+
+
+async def _fetch_built(
+    conn: AsyncConnection, query: sa.Select[Any], params: dict[str, Any]
+) -> list[ApprovalRequestRecord]:
+    built = _with_approvers(conn.dialect.name, query)
+    return await records_of(conn, (await conn.execute(built, params)).all())
 
 
 def _inlined(rows: Sequence[Any]) -> dict[str, list[str]] | None:
@@ -114,8 +128,19 @@ async def records_of(conn: AsyncConnection, rows: Sequence[Any]) -> list[Approva
     return [request_record(row, principals[row.id], approvals.get(row.id, ())) for row in rows]
 
 
+_REQUEST_BY_ID = sa.select(req).where(req.c.id == sa.bindparam("p_id", type_=req.c.id.type))
+_PAUSE_REQUESTS = (
+    sa.select(req)
+    .where(
+        req.c.run_id == sa.bindparam("p_run_id", type_=req.c.run_id.type),
+        req.c.pause_seq == sa.bindparam("p_seq", type_=req.c.pause_seq.type),
+    )
+    .order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
+)
+
+
 async def _one(conn: AsyncConnection, request_id: str) -> ApprovalRequestRecord | None:
-    found = await fetch(conn, sa.select(req).where(req.c.id == request_id), inline_approvers=True)
+    found = await _fetch_built(conn, _REQUEST_BY_ID, {"p_id": request_id})
     return found[0] if found else None
 
 
@@ -144,18 +169,14 @@ async def run_and_current_requests(
     """The run's row and, when it waits for people, the requests of its latest pause: what a
     continuation needs, in one read transaction."""
     async with db.read() as conn:
-        row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).first()
+        row = (await conn.execute(RUN_BY_ID, {"p_run_id": run_id})).first()
         if row is None:
             return None, []
         run = run_record(row)
         if run.status != "waiting_for_human":
             return run, []
-        query = (
-            sa.select(req)
-            .where(req.c.run_id == run_id, req.c.pause_seq == run.pause_seq)
-            .order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
-        )
-        return run, await fetch(conn, query, inline_approvers=True)
+        params = {"p_run_id": run_id, "p_seq": run.pause_seq}
+        return run, await _fetch_built(conn, _PAUSE_REQUESTS, params)
 
 
 async def set_request_message(
@@ -223,12 +244,21 @@ async def insert_request(
     return True
 
 
-async def cancel_pending(conn: AsyncConnection, run_id: str, now: datetime) -> None:
-    await conn.execute(
-        req.update()
-        .where(req.c.run_id == run_id, req.c.status == "pending")
-        .values(status="cancelled", decided_by="system", decided_at=now)
+_CANCEL_PENDING = (
+    req.update()
+    .where(
+        req.c.run_id == sa.bindparam("p_run", type_=req.c.run_id.type), req.c.status == "pending"
     )
+    .values(
+        status="cancelled",
+        decided_by="system",
+        decided_at=sa.bindparam("p_now", type_=req.c.decided_at.type),
+    )
+)
+
+
+async def cancel_pending(conn: AsyncConnection, run_id: str, now: datetime) -> None:
+    await conn.execute(_CANCEL_PENDING, {"p_run": run_id, "p_now": now})
 
 
 async def pause_ready(db: Database, run_id: str, pause_seq: int) -> bool:

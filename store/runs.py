@@ -91,9 +91,13 @@ async def set_thread(db: Database, run_id: str, channel_id: str, thread_ts: str)
         )
 
 
+RUN_BY_ID = sa.select(runs).where(runs.c.id == sa.bindparam("p_run_id", type_=runs.c.id.type))
+"""A run's row (param p_run_id): built once, as every statement read or written per decision."""
+
+
 async def get_run(db: Database, run_id: str) -> RunRecord | None:
     async with db.read() as conn:
-        row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).first()
+        row = (await conn.execute(RUN_BY_ID, {"p_run_id": run_id})).first()
     return run_record(row) if row else None
 
 
