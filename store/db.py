@@ -108,7 +108,7 @@ def make_engine(url: str) -> AsyncEngine:
         if path is not None:
             event.listen(engine.sync_engine, "connect", lambda *_: make_private(path))
         return engine
-    engine = create_async_engine(url, pool_size=5, max_overflow=10)
+    engine = create_async_engine(url, pool_size=10, max_overflow=5)
     event.listen(engine.sync_engine.pool, "checkout", _ping_if_idle)
     event.listen(engine.sync_engine.pool, "checkin", _note_checkin)
     return engine
