@@ -200,11 +200,16 @@ async def audit(db: Database, **entry: Unpack[AuditEntry]) -> None:
         await add_audit(conn, **entry)
 
 
+_TRAIL = (
+    sa.select(*(audit_events.c[f.name] for f in fields(AuditEvent)))
+    .where(audit_events.c.run_id == sa.bindparam("p_run_id", type_=audit_events.c.run_id.type))
+    .order_by(audit_events.c.id)
+)
+
+
 async def audit_trail(db: Database, run_id: str) -> list[AuditEvent]:
-    columns = [audit_events.c[f.name] for f in fields(AuditEvent)]
-    query = sa.select(*columns).where(audit_events.c.run_id == run_id)
     async with db.read() as conn:
-        rows = (await conn.execute(query.order_by(audit_events.c.id))).all()
+        rows = (await conn.execute(_TRAIL, {"p_run_id": run_id})).all()
     return [AuditEvent(**dict(r._mapping)) for r in rows]
 
 

@@ -14,6 +14,7 @@ Keys (the listeners choose; examples): `action:{container message ts}:{action_ts
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.agent.util import utcnow
-from store.db import Database, insert_ignore
+from store.db import Database, insert_ignore, insert_ignore_for
 from store.schema import slack_intake as it
 
 PENDING, DONE = "pending", "done"
@@ -241,17 +242,7 @@ class Intake:
             if interactions:
                 new = await self._insert(conn, interactions, owner, now, lease)
             for result, keys in _by_result(processed).values():
-                await conn.execute(
-                    it.update()
-                    .where(it.c.key.in_(keys), it.c.status == PENDING)
-                    .values(
-                        status=DONE,
-                        done_at=now,
-                        result=result,
-                        claim_owner=None,
-                        claim_expires_at=None,
-                    )
-                )
+                await conn.execute(_CLOSE, {"p_keys": keys, "p_now": now, "p_result": result})
         return new
 
     async def _insert(
@@ -276,13 +267,33 @@ class Intake:
             }
             for key, kind, payload in interactions
         ]
-        statement = (
-            insert_ignore(self.db, it)
-            .on_conflict_do_nothing(index_elements=["key"])
-            .returning(it.c.key)
-        )
+        statement = _record(self.db.dialect)
         result = await conn.execute(statement, rows)  # compiled once, whatever the count
         return {row.key for row in result.all()}
+
+
+@functools.cache
+def _record(dialect: str) -> Any:
+    """The insert of new rows (executemany), built once per dialect."""
+    return (
+        insert_ignore_for(dialect, it)
+        .on_conflict_do_nothing(index_elements=["key"])
+        .returning(it.c.key)
+    )
+
+
+_CLOSE = (
+    it.update()
+    .where(it.c.key.in_(sa.bindparam("p_keys", expanding=True)), it.c.status == PENDING)
+    .values(
+        status=DONE,
+        done_at=sa.bindparam("p_now", type_=it.c.done_at.type),
+        result=sa.bindparam("p_result", type_=it.c.result.type),
+        claim_owner=None,
+        claim_expires_at=None,
+    )
+)
+"""Close processed rows of one result (params: p_keys, p_now, p_result)."""
 
 
 def _by_result(processed: list[tuple[str, Any]]) -> dict[str, tuple[Any, list[str]]]:

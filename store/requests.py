@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.util import utcnow
 from bot.agent.vocabulary import RequestKind
-from store.db import Database, insert_ignore
+from store.db import Database, insert_ignore_for
 from store.records import (
     ApprovalRequestRecord,
     RequestPolicy,
@@ -32,12 +32,16 @@ _COLUMNS = [c.name for c in req.columns]
 INBOX_COUNT_LIMIT = 1000  # the inbox says "1,000+" beyond this
 
 
+_APPROVERS = sa.select(ra.c.request_id, ra.c.principal).where(
+    ra.c.request_id.in_(sa.bindparam("p_ids", expanding=True))
+)
+
+
 async def _approvers(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {i: [] for i in ids}
     if not ids:
         return found
-    query = sa.select(ra.c.request_id, ra.c.principal).where(ra.c.request_id.in_(list(ids)))
-    for request_id, principal in (await conn.execute(query)).all():
+    for request_id, principal in (await conn.execute(_APPROVERS, {"p_ids": list(ids)})).all():
         found[request_id].append(principal)
     return {i: sorted(p) for i, p in found.items()}  # code point order, whatever the collation
 
@@ -179,15 +183,41 @@ async def run_and_current_requests(
         return run, await _fetch_built(conn, _PAUSE_REQUESTS, params)
 
 
+_SET_MESSAGE = (
+    req.update()
+    .where(req.c.id == sa.bindparam("p_id", type_=req.c.id.type))
+    .values(
+        channel_id=sa.bindparam("p_channel", type_=req.c.channel_id.type),
+        message_ts=sa.bindparam("p_ts", type_=req.c.message_ts.type),
+    )
+)
+
+
 async def set_request_message(
     db: Database, request_id: str, channel_id: str, message_ts: str
 ) -> None:
     async with db.write() as conn:
-        await conn.execute(
-            req.update()
-            .where(req.c.id == request_id)
-            .values(channel_id=channel_id, message_ts=message_ts)
-        )
+        params = {"p_id": request_id, "p_channel": channel_id, "p_ts": message_ts}
+        await conn.execute(_SET_MESSAGE, params)
+
+
+_NEW_REQUEST = (
+    *("id", "run_id", "pause_seq", "call_id", "step", "tool_name", "kind", "arguments"),
+    *("channel_id", "expires_at", "requester", "allow_self_approval", "min_approvals"),
+    *("require_reason", "rule", "escalate_at", "escalate_to", "standing_seconds"),
+    *("interrupted", "created_at"),
+)
+
+
+@functools.cache
+def _insert_request(dialect: str) -> Any:
+    """A new pending request unless its pause has it (params: p_<column>), once per dialect."""
+    values = {c: sa.bindparam("p_" + c, type_=req.c[c].type) for c in _NEW_REQUEST}
+    return (
+        insert_ignore_for(dialect, req)
+        .values(status="pending", **values)
+        .on_conflict_do_nothing(index_elements=["run_id", "pause_seq", "call_id"])
+    )
 
 
 async def insert_request(
@@ -209,34 +239,30 @@ async def insert_request(
 ) -> bool:
     """Insert one pending request unless this pause already has it; True when inserted."""
     request_id = uuid.uuid4().hex
-    statement = (
-        insert_ignore(db, req)
-        .values(
-            id=request_id,
-            run_id=run_id,
-            pause_seq=pause_seq,
-            call_id=call_id,
-            step=step,
-            tool_name=tool_name,
-            kind=kind,
-            arguments=arguments,
-            status="pending",
-            channel_id=channel_id,
-            expires_at=policy.expires_at,
-            requester=requester,
-            allow_self_approval=policy.allow_self_approval,
-            min_approvals=policy.min_approvals,
-            require_reason=policy.require_reason,
-            rule=policy.rule,
-            escalate_at=policy.escalate_at,
-            escalate_to=list(policy.escalate_to) or None,
-            standing_seconds=policy.standing_seconds,
-            interrupted=interrupted,
-            created_at=now,
-        )
-        .on_conflict_do_nothing(index_elements=["run_id", "pause_seq", "call_id"])
-    )
-    if (await conn.execute(statement)).rowcount != 1:
+    values = {
+        "id": request_id,
+        "run_id": run_id,
+        "pause_seq": pause_seq,
+        "call_id": call_id,
+        "step": step,
+        "tool_name": tool_name,
+        "kind": kind,
+        "arguments": arguments,
+        "channel_id": channel_id,
+        "expires_at": policy.expires_at,
+        "requester": requester,
+        "allow_self_approval": policy.allow_self_approval,
+        "min_approvals": policy.min_approvals,
+        "require_reason": policy.require_reason,
+        "rule": policy.rule,
+        "escalate_at": policy.escalate_at,
+        "escalate_to": list(policy.escalate_to) or None,
+        "standing_seconds": policy.standing_seconds,
+        "interrupted": interrupted,
+        "created_at": now,
+    }
+    statement = _insert_request(db.dialect)
+    if (await conn.execute(statement, {"p_" + k: v for k, v in values.items()})).rowcount != 1:
         return False
     await conn.execute(
         ra.insert(), [{"request_id": request_id, "principal": p} for p in policy.principals]

@@ -40,6 +40,25 @@ class NewRun(TypedDict):
     request_text: str
 
 
+def _param(name: str, column: str) -> sa.BindParameter[Any]:
+    return sa.bindparam("p_" + name, type_=runs.c[column].type)
+
+
+_CREATE_RUN = runs.insert().values(
+    id=_param("run_id", "id"),
+    status="running",
+    pause_seq=0,
+    **{c: _param(c, c) for c in ("agent_id", "requester", "team_id", "channel_id")},
+    **{c: _param(c, c) for c in ("thread_ts", "request_text")},
+    created_at=_param("now", "created_at"),
+    updated_at=_param("now", "updated_at"),
+    version=1,
+    lease_owner=_param("owner", "lease_owner"),
+    lease_expires_at=_param("expires", "lease_expires_at"),
+)
+"""A new run, leased to its creator (params: p_<NewRun key>, p_now, p_owner, p_expires)."""
+
+
 async def create_run(
     db: Database,
     *,
@@ -55,40 +74,32 @@ async def create_run(
     async with db.write() as conn:
         if limit is not None and run["requester"]:
             await check_start(db, conn, run["requester"], limit)
-        await conn.execute(
-            runs.insert().values(
-                id=run_id,
-                agent_id=run["agent_id"],
-                status="running",
-                pause_seq=0,
-                requester=run["requester"],
-                team_id=run["team_id"],
-                channel_id=run["channel_id"],
-                thread_ts=run["thread_ts"],
-                request_text=run["request_text"],
-                created_at=now,
-                updated_at=now,
-                version=1,
-                lease_owner=owner,
-                lease_expires_at=expires,
-            )
-        )
+        params = {"p_" + k: v for k, v in run.items()}
+        params.update(p_now=now, p_owner=owner, p_expires=expires)
+        await conn.execute(_CREATE_RUN, params)
     return Lease(run_id=run_id, owner=owner, version=1, expires_at=expires)
 
 
+_RUN_ID = _param("run_id", "id")
+_CHANNEL = _param("channel", "channel_id")
+_SET_THREAD = (
+    runs.update()
+    .where(runs.c.id == _RUN_ID)
+    .values(channel_id=_CHANNEL, thread_ts=_param("ts", "thread_ts"))
+)
+_CARDS_IN_CHANNEL = (
+    req.update()
+    .where(req.c.run_id == _RUN_ID, req.c.message_ts.is_(None))
+    .values(channel_id=_CHANNEL)
+)
+
+
 async def set_thread(db: Database, run_id: str, channel_id: str, thread_ts: str) -> None:
+    params = {"p_run_id": run_id, "p_channel": channel_id, "p_ts": thread_ts}
     async with db.write() as conn:
-        await conn.execute(
-            runs.update()
-            .where(runs.c.id == run_id)
-            .values(channel_id=channel_id, thread_ts=thread_ts)
-        )
+        await conn.execute(_SET_THREAD, params)
         # Cards of the run not yet posted belong in the same channel.
-        await conn.execute(
-            req.update()
-            .where(req.c.run_id == run_id, req.c.message_ts.is_(None))
-            .values(channel_id=channel_id)
-        )
+        await conn.execute(_CARDS_IN_CHANNEL, params)
 
 
 RUN_BY_ID = sa.select(runs).where(runs.c.id == sa.bindparam("p_run_id", type_=runs.c.id.type))
@@ -143,7 +154,7 @@ async def list_runs(
     return [run_record(r) for r in rows]
 
 
-def _lease_free(now: datetime) -> sa.ColumnElement[bool]:
+def _lease_free(now: Any) -> sa.ColumnElement[bool]:
     return sa.or_(runs.c.lease_owner.is_(None), runs.c.lease_expires_at < now)
 
 
@@ -210,7 +221,7 @@ def _pause_has_requests(pending_only: bool) -> sa.Exists:
     return sa.exists().where(*conds)
 
 
-def ready_condition(now: datetime) -> sa.ColumnElement[bool]:
+def ready_condition(now: Any) -> sa.ColumnElement[bool]:
     """Runs to continue that nobody holds: `running` runs without a lease (handed off by a
     front, or lapsed), and waiting runs whose current pause has requests, none pending."""
     waiting_ready = sa.and_(
@@ -234,16 +245,18 @@ async def ready_runs(db: Database, now: datetime | None, limit: int) -> list[str
         return list((await conn.scalars(query)).all())
 
 
+_COUNT_READY = (
+    sa.select(sa.func.count())
+    .select_from(runs)
+    .where(ready_condition(_param("now", "lease_expires_at")))
+)
+
+
 async def count_ready(db: Database, now: datetime | None = None) -> int:
     """How many runs wait for a worker (the backlog a new run queues behind)."""
     now = now or utcnow()
     async with db.read() as conn:
-        return int(
-            await conn.scalar(
-                sa.select(sa.func.count()).select_from(runs).where(ready_condition(now))
-            )
-            or 0
-        )
+        return int(await conn.scalar(_COUNT_READY, {"p_now": now}) or 0)
 
 
 async def lapsed_runs(db: Database, now: datetime | None, limit: int) -> list[str]:
@@ -261,14 +274,18 @@ async def lapsed_runs(db: Database, now: datetime | None, limit: int) -> list[st
 SHOWN_STATUSES = ("completed", "failed", "cancelled")  # ends the thread shows
 
 
+_VERSION = sa.bindparam("p_version", type_=runs.c.version.type)
+_MARK_SHOWN = (
+    runs.update()
+    .where(runs.c.id == sa.bindparam("p_run_id", type_=runs.c.id.type), runs.c.version == _VERSION)
+    .values(shown_version=_VERSION)
+)
+
+
 async def mark_shown(db: Database, run_id: str, version: int) -> None:
     """The run's end, as saved at `version`, was put to Slack (a later save is shown anew)."""
     async with db.write() as conn:
-        await conn.execute(
-            runs.update()
-            .where(runs.c.id == run_id, runs.c.version == version)
-            .values(shown_version=version)
-        )
+        await conn.execute(_MARK_SHOWN, {"p_run_id": run_id, "p_version": version})
 
 
 async def unshown_runs(
