@@ -34,8 +34,8 @@ from store.api_keys import (
 from store.audit import add_audit
 from store.db import Database
 from store.records import ANYONE, ApprovalRequestRecord, RunRecord
-from store.requests import fetch
-from store.runs import run_record
+from store.requests import _one
+from store.runs import RUN_BY_ID, run_record
 from store.schema import api_requests, runs
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
@@ -128,6 +128,14 @@ class StoredApiRequest:
     created: bool
 
 
+# Built once; each execution gives the columns' values as parameters (a create is hot: about
+# 20 a second at concurrency 20 in bench/api.py).
+_INSERT_RUN = runs.insert()
+_INSERT_REQUEST = req.insert()
+_INSERT_API_REQUEST = api_requests.insert()
+_INSERT_APPROVER = ra.insert()
+
+
 async def create_request(db: Database, new: NewApiRequest) -> StoredApiRequest:
     """Store the run and its one pending request, audited (`api_request` by the key), and
     read them back, in one transaction. With an idempotency key already used by this key for
@@ -154,7 +162,8 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
     try:
         async with db.write() as conn:
             await conn.execute(
-                runs.insert().values(
+                _INSERT_RUN,
+                dict(
                     id=run_id,
                     agent_id=API_AGENT_PREFIX + new.key_name,
                     status="waiting_for_human",
@@ -168,10 +177,11 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
                     created_at=now,
                     updated_at=now,
                     version=1,
-                )
+                ),
             )
             await conn.execute(
-                req.insert().values(
+                _INSERT_REQUEST,
+                dict(
                     id=request_id,
                     run_id=run_id,
                     pause_seq=1,
@@ -191,21 +201,22 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
                     require_reason=new.require_reason,
                     rule=new.rule,
                     api_spec=new.spec,
-                )
+                ),
             )
             principals = sorted(set(new.approvers)) or [ANYONE]
             await conn.execute(
-                ra.insert(), [{"request_id": request_id, "principal": p} for p in principals]
+                _INSERT_APPROVER, [{"request_id": request_id, "principal": p} for p in principals]
             )
             await conn.execute(
-                api_requests.insert().values(
+                _INSERT_API_REQUEST,
+                dict(
                     request_id=request_id,
                     key_name=new.key_name,
                     idempotency_key=new.idempotency_key,
                     callback_url=new.callback_url,
                     created_at=now,
                     body_hash=digest,
-                )
+                ),
             )
             await add_audit(
                 conn,
@@ -219,8 +230,9 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
                 arguments=new.arguments,
                 outcome="ok",
             )
-            (request,) = await fetch(conn, sa.select(req).where(req.c.id == request_id))
-            run = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).one()
+            request = await _one(conn, request_id)
+            assert request is not None  # written by this transaction
+            run = (await conn.execute(RUN_BY_ID, {"p_run_id": run_id})).one()
     except IntegrityError:
         if new.idempotency_key is None:
             raise
@@ -250,10 +262,15 @@ async def by_idempotency_key(db: Database, key_name: str, idempotency_key: str) 
     return str(found) if found else None
 
 
+_LINK = sa.select(api_requests).where(
+    api_requests.c.request_id == sa.bindparam("p_id", type_=api_requests.c.request_id.type)
+)
+"""An API request's key and callback (param p_id): read with each GET and webhook."""
+
+
 async def link_of(db: Database, request_id: str) -> ApiRequestLink | None:
-    query = sa.select(api_requests).where(api_requests.c.request_id == request_id)
     async with db.read() as conn:
-        row = (await conn.execute(query)).first()
+        row = (await conn.execute(_LINK, {"p_id": request_id})).first()
     if row is None:
         return None
     return ApiRequestLink(row.key_name, row.idempotency_key, row.callback_url)
@@ -274,11 +291,11 @@ async def request_and_run(
     db: Database, request_id: str
 ) -> tuple[ApprovalRequestRecord, RunRecord] | None:
     async with db.read() as conn:
-        found = await fetch(conn, sa.select(req).where(req.c.id == request_id))
-        if not found:
+        request = await _one(conn, request_id)
+        if request is None:
             return None
-        row = (await conn.execute(sa.select(runs).where(runs.c.id == found[0].spec.run_id))).first()
-    return (found[0], run_record(row)) if row else None
+        row = (await conn.execute(RUN_BY_ID, {"p_run_id": request.spec.run_id})).first()
+    return (request, run_record(row)) if row else None
 
 
 async def cancel(db: Database, request_id: str, actor: str, detail: str) -> bool:
@@ -307,24 +324,28 @@ async def cancel(db: Database, request_id: str, actor: str, detail: str) -> bool
     return won
 
 
+_END_RUN = (
+    runs.update()
+    .where(
+        runs.c.id == sa.bindparam("p_run_id", type_=runs.c.id.type),
+        runs.c.agent_id.like(API_AGENT_PREFIX + "%"),
+        runs.c.status == "waiting_for_human",
+    )
+    .values(
+        status=sa.bindparam("p_status", type_=runs.c.status.type),
+        pause_kind=None,
+        updated_at=sa.bindparam("p_now", type_=runs.c.updated_at.type),
+        shown_version=runs.c.version,  # its card shows its end: nothing to sweep
+    )
+)
+
+
 async def end_run(db: Database, request: ApprovalRequestRecord) -> None:
     """Once its request is settled, the API run is over (and purged in time like any run)."""
     status = "cancelled" if request.state.status in ("cancelled", "expired") else "completed"
+    params = {"p_run_id": request.spec.run_id, "p_status": status, "p_now": utcnow()}
     async with db.write() as conn:
-        await conn.execute(
-            runs.update()
-            .where(
-                runs.c.id == request.spec.run_id,
-                runs.c.agent_id.like(API_AGENT_PREFIX + "%"),
-                runs.c.status == "waiting_for_human",
-            )
-            .values(
-                status=status,
-                pause_kind=None,
-                updated_at=utcnow(),
-                shown_version=runs.c.version,  # its card shows its end: nothing to sweep
-            )
-        )
+        await conn.execute(_END_RUN, params)
 
 
 __all__ = [

@@ -122,13 +122,17 @@ async def revoke_key(db: Database, name: str) -> bool:
     return result.rowcount == 1
 
 
+_KEY_BY_HASH = sa.select(api_keys).where(
+    api_keys.c.key_hash == sa.bindparam("p_hash", type_=api_keys.c.key_hash.type),
+    api_keys.c.revoked_at.is_(None),
+)
+"""A live key by its token's hash (param p_hash): read with every API request."""
+
+
 async def key_for_token(db: Database, token: str) -> ApiKey | None:
     """The live key this token is, or None (unknown or revoked)."""
-    query = sa.select(api_keys).where(
-        api_keys.c.key_hash == key_hash(token), api_keys.c.revoked_at.is_(None)
-    )
     async with db.read() as conn:
-        row = (await conn.execute(query)).first()
+        row = (await conn.execute(_KEY_BY_HASH, {"p_hash": key_hash(token)})).first()
     return _key(row) if row else None
 
 

@@ -21,11 +21,14 @@ log = logging.getLogger("sayso.store")
 CHANNEL = "sayso_requests"
 
 
+_NOTIFY = sa.select(sa.func.pg_notify(CHANNEL, sa.bindparam("p_id", type_=sa.String())))
+
+
 async def notify(db: Database, request_id: str) -> None:
     if not db.is_postgres:
         return
     async with db.write() as conn:
-        await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, request_id)))
+        await conn.execute(_NOTIFY, {"p_id": request_id})
 
 
 RECONNECT_DELAY_S = 1.0

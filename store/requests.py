@@ -287,19 +287,29 @@ async def cancel_pending(conn: AsyncConnection, run_id: str, now: datetime) -> N
     await conn.execute(_CANCEL_PENDING, {"p_run": run_id, "p_now": now})
 
 
-async def pause_ready(db: Database, run_id: str, pause_seq: int) -> bool:
-    """True when the run waits on this pause and none of its requests is pending."""
+def _pause_ready() -> sa.Select[Any]:
+    run_id = sa.bindparam("p_run_id", type_=runs.c.id.type)
+    seq = sa.bindparam("p_seq", type_=runs.c.pause_seq.type)
     pending = sa.exists().where(
-        req.c.run_id == run_id, req.c.pause_seq == pause_seq, req.c.status == "pending"
+        req.c.run_id == run_id, req.c.pause_seq == seq, req.c.status == "pending"
     )
-    query = sa.select(runs.c.id).where(
+    return sa.select(runs.c.id).where(
         runs.c.id == run_id,
         runs.c.status == "waiting_for_human",
-        runs.c.pause_seq == pause_seq,
+        runs.c.pause_seq == seq,
         ~pending,
     )
+
+
+_PAUSE_READY = _pause_ready()
+"""The run waits on this pause and none of its requests is pending (p_run_id, p_seq)."""
+
+
+async def pause_ready(db: Database, run_id: str, pause_seq: int) -> bool:
+    """True when the run waits on this pause and none of its requests is pending."""
+    params = {"p_run_id": run_id, "p_seq": pause_seq}
     async with db.read() as conn:
-        return (await conn.execute(query)).first() is not None
+        return (await conn.execute(_PAUSE_READY, params)).first() is not None
 
 
 async def claim_due(

@@ -8,6 +8,7 @@ there the worker embedded in `sayso run` is woken in-process. The sweep stays th
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from datetime import timedelta
@@ -56,6 +57,30 @@ async def notify_ready(db: Database, run_id: str) -> None:
         await _notify(conn, db, run_id)
 
 
+@functools.cache
+def _ready_rows(postgres: bool) -> sa.Select[Any]:
+    """Ready runs, oldest first (params p_now, p_limit), built once per dialect."""
+    query = (
+        sa.select(runs.c.id, runs.c.version, runs.c.lease_owner)
+        .where(ready_condition(sa.bindparam("p_now", type_=runs.c.lease_expires_at.type)))
+        .order_by(runs.c.updated_at)
+        .limit(sa.bindparam("p_limit", type_=sa.Integer()))
+    )
+    return query.with_for_update(skip_locked=True, of=runs) if postgres else query
+
+
+_VERSION = sa.bindparam("p_version", type_=runs.c.version.type)
+_TAKE_RUN = (
+    runs.update()
+    .where(runs.c.id == sa.bindparam("p_id", type_=runs.c.id.type), runs.c.version == _VERSION)
+    .values(
+        lease_owner=sa.bindparam("p_owner", type_=runs.c.lease_owner.type),
+        lease_expires_at=sa.bindparam("p_expires", type_=runs.c.lease_expires_at.type),
+        version=_VERSION + 1,
+    )
+)
+
+
 async def claim_ready(db: Database, *, owner: str, lease_seconds: float, limit: int) -> list[Lease]:
     """Claim up to `limit` ready runs, oldest first, in one transaction. On PostgreSQL the rows
     are locked `FOR UPDATE SKIP LOCKED`, so workers claiming at once take different runs."""
@@ -63,22 +88,12 @@ async def claim_ready(db: Database, *, owner: str, lease_seconds: float, limit: 
         return []
     now = utcnow()
     expires = now + timedelta(seconds=lease_seconds)
-    query = (
-        sa.select(runs.c.id, runs.c.version, runs.c.lease_owner)
-        .where(ready_condition(now))
-        .order_by(runs.c.updated_at)
-        .limit(limit)
-    )
-    if db.is_postgres:
-        query = query.with_for_update(skip_locked=True, of=runs)
+    query = _ready_rows(db.is_postgres)
     leases: list[Lease] = []
     async with db.write() as conn:
-        for row in (await conn.execute(query)).all():
-            written = await conn.execute(
-                runs.update()
-                .where(runs.c.id == row.id, runs.c.version == row.version)
-                .values(lease_owner=owner, lease_expires_at=expires, version=row.version + 1)
-            )
+        for row in (await conn.execute(query, {"p_now": now, "p_limit": limit})).all():
+            params = {"p_id": row.id, "p_version": row.version, "p_owner": owner}
+            written = await conn.execute(_TAKE_RUN, {**params, "p_expires": expires})
             if written.rowcount == 1:
                 leases.append(
                     Lease(

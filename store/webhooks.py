@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from bot.agent.util import utcnow
 from store.audit import add_audit
 from store.db import Database
-from store.schema import webhook_deliveries
+from store.schema import webhook_deliveries as wd
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,33 @@ class Delivery:
 
 def _delivery(row: Any) -> Delivery:
     m = row._mapping
-    return Delivery(**{c.name: m[c.name] for c in webhook_deliveries.columns})
+    return Delivery(**{c.name: m[c.name] for c in wd.columns})
+
+
+def _param(name: str, column: str) -> sa.BindParameter[Any]:
+    return sa.bindparam("p_" + name, type_=wd.c[column].type)
+
+
+# Built once (a webhook is a few statements per settled API request): each execution binds
+# its values; `_INSERT` and `_FINISH` take their columns' values by the columns' names.
+_INSERT = wd.insert()
+_BY_ID = sa.select(wd).where(wd.c.id == _param("id", "id"))
+_CLAIM = (
+    wd.update()
+    .where(
+        wd.c.id == _param("id", "id"),
+        wd.c.status == "pending",
+        wd.c.attempts == _param("attempts", "attempts"),
+        wd.c.next_attempt_at <= _param("now", "next_attempt_at"),
+    )
+    .values(
+        attempts=_param("attempts", "attempts") + 1,
+        next_attempt_at=_param("until", "next_attempt_at"),
+    )
+)
+_FINISH = wd.update().where(
+    wd.c.id == _param("id", "id"), wd.c.attempts == _param("attempts", "attempts")
+)
 
 
 async def add_delivery(db: Database, request_id: str, url: str) -> Delivery | None:
@@ -42,7 +68,8 @@ async def add_delivery(db: Database, request_id: str, url: str) -> Delivery | No
     try:
         async with db.write() as conn:
             await conn.execute(
-                webhook_deliveries.insert().values(
+                _INSERT,
+                dict(
                     id=delivery_id,
                     request_id=request_id,
                     url=url,
@@ -50,13 +77,9 @@ async def add_delivery(db: Database, request_id: str, url: str) -> Delivery | No
                     attempts=0,
                     next_attempt_at=now,
                     created_at=now,
-                )
+                ),
             )
-            row = (
-                await conn.execute(
-                    sa.select(webhook_deliveries).where(webhook_deliveries.c.id == delivery_id)
-                )
-            ).first()
+            row = (await conn.execute(_BY_ID, {"p_id": delivery_id})).first()
     except IntegrityError:
         return None
     return _delivery(row)
@@ -69,34 +92,20 @@ async def claim_delivery(
     replicas make the same attempt. The claim pushes the next attempt `hold` away."""
     now = utcnow()
     async with db.write() as conn:
-        result = await conn.execute(
-            webhook_deliveries.update()
-            .where(
-                webhook_deliveries.c.id == delivery_id,
-                webhook_deliveries.c.status == "pending",
-                webhook_deliveries.c.attempts == seen_attempts,
-                webhook_deliveries.c.next_attempt_at <= now,
-            )
-            .values(attempts=seen_attempts + 1, next_attempt_at=now + hold)
-        )
+        params = {"p_id": delivery_id, "p_attempts": seen_attempts, "p_now": now}
+        result = await conn.execute(_CLAIM, {**params, "p_until": now + hold})
         if result.rowcount != 1:
             return None
-        row = (
-            await conn.execute(
-                sa.select(webhook_deliveries).where(webhook_deliveries.c.id == delivery_id)
-            )
-        ).first()
+        row = (await conn.execute(_BY_ID, params)).first()
     return _delivery(row)
 
 
 async def due_deliveries(db: Database, now: datetime | None, limit: int) -> list[Delivery]:
     now = now or utcnow()
     query = (
-        sa.select(webhook_deliveries)
-        .where(
-            webhook_deliveries.c.status == "pending", webhook_deliveries.c.next_attempt_at <= now
-        )
-        .order_by(webhook_deliveries.c.next_attempt_at)
+        sa.select(wd)
+        .where(wd.c.status == "pending", wd.c.next_attempt_at <= now)
+        .order_by(wd.c.next_attempt_at)
         .limit(limit)
     )
     async with db.read() as conn:
@@ -121,14 +130,9 @@ async def finish_attempt(
     if next_attempt_at is not None:
         values["next_attempt_at"] = next_attempt_at
     async with db.write() as conn:
-        await conn.execute(
-            webhook_deliveries.update()
-            .where(
-                webhook_deliveries.c.id == delivery.id,
-                webhook_deliveries.c.attempts == delivery.attempts,
-            )
-            .values(**values)
-        )
+        # the columns set are the parameters' keys (besides p_id and p_attempts)
+        params = {"p_id": delivery.id, "p_attempts": delivery.attempts, **values}
+        await conn.execute(_FINISH, params)
         await add_audit(
             conn,
             actor="system",
