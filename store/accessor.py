@@ -20,7 +20,7 @@ from bot.agent.util import maybe_await, utcnow
 from bot.agent.vocabulary import ENDED_RUN_STATUSES, PauseKind, RunStatus
 from store import requests
 from store import runs as run_ops
-from store.db import Database
+from store.db import Database, param
 from store.records import Lease, LeaseLostError, RequestPolicy, RunRecord
 from store.schema import runs
 
@@ -54,29 +54,26 @@ def _save_statement(with_seq: bool, running: bool) -> sa.Update:
     lease; p_state, p_schema, p_status, p_pause_kind, p_pause_step, p_pause_seq, p_now,
     p_expires: the lease's new end while running)."""
 
-    def param(name: str, column: str) -> sa.BindParameter[Any]:
-        return sa.bindparam("p_" + name, type_=runs.c[column].type)
-
     values: dict[str, Any] = {
-        "state": param("state", "state"),
-        "state_schema_version": param("schema", "state_schema_version"),
-        "status": param("status", "status"),
-        "pause_kind": param("pause_kind", "pause_kind"),
-        "pause_step": param("pause_step", "pause_step"),
-        "updated_at": param("now", "updated_at"),
+        "state": param("state", runs.c.state),
+        "state_schema_version": param("schema", runs.c.state_schema_version),
+        "status": param("status", runs.c.status),
+        "pause_kind": param("pause_kind", runs.c.pause_kind),
+        "pause_step": param("pause_step", runs.c.pause_step),
+        "updated_at": param("now", runs.c.updated_at),
         "version": runs.c.version + 1,
-        "lease_expires_at": param("expires", "lease_expires_at"),
+        "lease_expires_at": param("expires", runs.c.lease_expires_at),
     }
     if with_seq:
-        values["pause_seq"] = param("pause_seq", "pause_seq")
+        values["pause_seq"] = param("pause_seq", runs.c.pause_seq)
     if not running:  # the run stopped running: the lease ends with this save
         values["lease_owner"] = None
     return (
         runs.update()
         .where(
-            runs.c.id == param("id", "id"),
-            runs.c.lease_owner == param("owner", "lease_owner"),
-            runs.c.version == param("version", "version"),
+            runs.c.id == param("id", runs.c.id),
+            runs.c.lease_owner == param("owner", runs.c.lease_owner),
+            runs.c.version == param("version", runs.c.version),
         )
         .values(**values)
         .returning(runs.c.requester, runs.c.channel_id)

@@ -32,7 +32,7 @@ from store.api_keys import (
     set_key_quota,
 )
 from store.audit import add_audit
-from store.db import Database
+from store.db import Database, param
 from store.records import ANYONE, ApprovalRequestRecord, RunRecord
 from store.requests import _one
 from store.runs import RUN_BY_ID, run_record
@@ -263,7 +263,7 @@ async def by_idempotency_key(db: Database, key_name: str, idempotency_key: str) 
 
 
 _LINK = sa.select(api_requests).where(
-    api_requests.c.request_id == sa.bindparam("p_id", type_=api_requests.c.request_id.type)
+    api_requests.c.request_id == param("id", api_requests.c.request_id)
 )
 """An API request's key and callback (param p_id): read with each GET and webhook."""
 
@@ -327,14 +327,14 @@ async def cancel(db: Database, request_id: str, actor: str, detail: str) -> bool
 _END_RUN = (
     runs.update()
     .where(
-        runs.c.id == sa.bindparam("p_run_id", type_=runs.c.id.type),
+        runs.c.id == param("run_id", runs.c.id),
         runs.c.agent_id.like(API_AGENT_PREFIX + "%"),
         runs.c.status == "waiting_for_human",
     )
     .values(
-        status=sa.bindparam("p_status", type_=runs.c.status.type),
+        status=param("status", runs.c.status),
         pause_kind=None,
-        updated_at=sa.bindparam("p_now", type_=runs.c.updated_at.type),
+        updated_at=param("now", runs.c.updated_at),
         shown_version=runs.c.version,  # its card shows its end: nothing to sweep
     )
 )

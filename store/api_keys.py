@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from bot.agent.util import utcnow
-from store.db import Database
+from store.db import Database, param
 from store.schema import api_keys
 
 
@@ -123,7 +123,7 @@ async def revoke_key(db: Database, name: str) -> bool:
 
 
 _KEY_BY_HASH = sa.select(api_keys).where(
-    api_keys.c.key_hash == sa.bindparam("p_hash", type_=api_keys.c.key_hash.type),
+    api_keys.c.key_hash == param("hash", api_keys.c.key_hash),
     api_keys.c.revoked_at.is_(None),
 )
 """A live key by its token's hash (param p_hash): read with every API request."""

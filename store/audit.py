@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.util import utcnow
-from store.db import Database, insert_ignore
+from store.db import Database, insert_ignore, param
 from store.records import AuditEvent, args_hash
 from store.schema import audit_chain, audit_events, audit_webhook_cursor, runs, slack_events
 
@@ -86,7 +86,7 @@ def event_hash(prev_hash: str, event: Mapping[str, Any]) -> str:
 def _head_query(dialect: str) -> sa.Select[Any]:
     """The chain's head, locked, with the newest event's id and the run's agent and workspace
     (param p_run_id), built once: an event is written with every decision."""
-    run_id = sa.bindparam("p_run_id", type_=runs.c.id.type)
+    run_id = param("run_id", runs.c.id)
     newest = sa.select(sa.func.max(audit_events.c.id)).scalar_subquery()
     agent = sa.select(runs.c.agent_id).where(runs.c.id == run_id).scalar_subquery()
     team = sa.select(runs.c.team_id).where(runs.c.id == run_id).scalar_subquery()
@@ -107,10 +107,10 @@ _EVENT_COLUMNS = (
     *("outcome", "detail", "agent_id", "tenant", "prev_hash", "hash"),
 )
 _INSERT_EVENT = audit_events.insert().values(
-    **{c: sa.bindparam("p_" + c, type_=audit_events.c[c].type) for c in _EVENT_COLUMNS}
+    **{c: param(c, audit_events.c[c]) for c in _EVENT_COLUMNS}
 )
 _MOVE_HEAD = audit_chain.update().where(audit_chain.c.id == 1)
-_HEAD_HASH = sa.bindparam("p_head_hash", type_=audit_chain.c.head_hash.type)
+_HEAD_HASH = param("head_hash", audit_chain.c.head_hash)
 _MOVE_HEAD_TO_INSERTED = _MOVE_HEAD.values(  # PostgreSQL: the insert feeds the head's update
     head_id=sa.select(
         _INSERT_EVENT.returning(audit_events.c.id).cte("inserted").c.id
@@ -118,7 +118,7 @@ _MOVE_HEAD_TO_INSERTED = _MOVE_HEAD.values(  # PostgreSQL: the insert feeds the 
     head_hash=_HEAD_HASH,
 )
 _MOVE_HEAD_TO = _MOVE_HEAD.values(
-    head_id=sa.bindparam("p_head_id", type_=audit_chain.c.head_id.type), head_hash=_HEAD_HASH
+    head_id=param("head_id", audit_chain.c.head_id), head_hash=_HEAD_HASH
 )
 
 
@@ -202,7 +202,7 @@ async def audit(db: Database, **entry: Unpack[AuditEntry]) -> None:
 
 _TRAIL = (
     sa.select(*(audit_events.c[f.name] for f in fields(AuditEvent)))
-    .where(audit_events.c.run_id == sa.bindparam("p_run_id", type_=audit_events.c.run_id.type))
+    .where(audit_events.c.run_id == param("run_id", audit_events.c.run_id))
     .order_by(audit_events.c.id)
 )
 

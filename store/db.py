@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import BindParameter, ColumnElement, bindparam, event, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -211,6 +211,12 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+def param(name: str, column: ColumnElement[Any]) -> BindParameter[Any]:
+    """The bind parameter `p_<name>`, typed as `column`: for statements built once and
+    executed with their values (docs/architecture.md, "The store")."""
+    return bindparam("p_" + name, type_=column.type)
 
 
 def insert_ignore(db: Database, table: Any) -> Any:

@@ -15,7 +15,7 @@ from bot.agent.schema_tool import API_AGENT_PREFIX
 from bot.agent.util import utcnow
 from bot.agent.vocabulary import DECIDED_STATUSES, DecidedStatus
 from store.audit import add_audit
-from store.db import READY_CHANNEL, Database
+from store.db import READY_CHANNEL, Database, param
 from store.records import (
     ApprovalRequestRecord,
     DecisionResult,
@@ -81,24 +81,20 @@ class DecisionInput(TypedDict):
     output: NotRequired[Any]
 
 
-def _param(name: str, column: sa.Column[Any]) -> sa.BindParameter[Any]:
-    return sa.bindparam("p_" + name, type_=column.type)
-
-
 _DECIDE = (
     req.update()
     .where(
-        req.c.id == _param("id", req.c.id),
+        req.c.id == param("id", req.c.id),
         req.c.status == "pending",
-        req.c.expires_at > _param("now", req.c.expires_at),
+        req.c.expires_at > param("now", req.c.expires_at),
     )
     .values(
-        status=_param("status", req.c.status),
-        decided_by=_param("actor", req.c.decided_by),
-        decided_at=_param("now", req.c.decided_at),
-        reason=_param("reason", req.c.reason),
-        edited_arguments=_param("edited", req.c.edited_arguments),
-        output=_param("output", req.c.output),
+        status=param("status", req.c.status),
+        decided_by=param("actor", req.c.decided_by),
+        decided_at=param("now", req.c.decided_at),
+        reason=param("reason", req.c.reason),
+        edited_arguments=param("edited", req.c.edited_arguments),
+        output=param("output", req.c.output),
     )
     .returning(*req.columns)
 )
@@ -177,8 +173,8 @@ async def decide(
 
 
 def _claim_if_ready_statement() -> sa.Update:
-    run_id, seq = _param("run_id", runs.c.id), _param("seq", runs.c.pause_seq)
-    now = _param("now", runs.c.lease_expires_at)
+    run_id, seq = param("run_id", runs.c.id), param("seq", runs.c.pause_seq)
+    now = param("now", runs.c.lease_expires_at)
     pending = sa.exists().where(
         req.c.run_id == run_id, req.c.pause_seq == seq, req.c.status == "pending"
     )
@@ -193,8 +189,8 @@ def _claim_if_ready_statement() -> sa.Update:
             ~pending,
         )
         .values(
-            lease_owner=_param("owner", runs.c.lease_owner),
-            lease_expires_at=_param("expires", runs.c.lease_expires_at),
+            lease_owner=param("owner", runs.c.lease_owner),
+            lease_expires_at=param("expires", runs.c.lease_expires_at),
             version=runs.c.version + 1,
         )
         .returning(runs.c.version)

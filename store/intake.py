@@ -22,7 +22,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.agent.util import utcnow
-from store.db import Database, insert_ignore, insert_ignore_for
+from store.db import Database, insert_ignore, insert_ignore_for, param
 from store.schema import slack_intake as it
 
 PENDING, DONE = "pending", "done"
@@ -287,8 +287,8 @@ _CLOSE = (
     .where(it.c.key.in_(sa.bindparam("p_keys", expanding=True)), it.c.status == PENDING)
     .values(
         status=DONE,
-        done_at=sa.bindparam("p_now", type_=it.c.done_at.type),
-        result=sa.bindparam("p_result", type_=it.c.result.type),
+        done_at=param("now", it.c.done_at),
+        result=param("result", it.c.result),
         claim_owner=None,
         claim_expires_at=None,
     )

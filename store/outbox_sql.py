@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from store.db import insert_ignore_for, param
 from store.outbox_rows import (
     CARD_UPDATES_FIRST,
     FAILED,
@@ -29,13 +30,9 @@ TARGETS = ("team_id", "channel", "thread_ts", "thread_key", "after_key", "user_i
 """A put's target columns besides `kind` (fixed once the row's message is posted)."""
 
 
-def _param(name: str, column: sa.Column[Any]) -> sa.BindParameter[Any]:
-    return sa.bindparam("p_" + name, type_=column.type)
-
-
-NOW = _param("now", ob.c.updated_at)
-KEY = _param("key", ob.c.key)
-CLAIM = _param("claim", ob.c.claim_token)
+NOW = param("now", ob.c.updated_at)
+KEY = param("key", ob.c.key)
+CLAIM = param("claim", ob.c.claim_token)
 
 
 @functools.cache
@@ -44,22 +41,22 @@ def put_update(targets: frozenset[str], with_expiry: bool) -> sa.Update:
     p_now, p_next: its due time when nothing was pending, p_expires, p_<target>)."""
     idle = ob.c.state != PENDING  # nothing was pending: due at p_next
     values: dict[str, Any] = {
-        "payload": _param("payload", ob.c.payload),
+        "payload": param("payload", ob.c.payload),
         "version": ob.c.version + 1,
         "state": PENDING,
         "updated_at": NOW,
         "last_error": None,
         "next_attempt_at": sa.case(
-            (idle, _param("next", ob.c.next_attempt_at)), else_=ob.c.next_attempt_at
+            (idle, param("next", ob.c.next_attempt_at)), else_=ob.c.next_attempt_at
         ),
         "attempts": sa.case((idle, 0), else_=ob.c.attempts),
         "pending_since": sa.case((idle, NOW), else_=ob.c.pending_since),
     }
     if with_expiry:
-        values["expires_at"] = _param("expires", ob.c.expires_at)
+        values["expires_at"] = param("expires", ob.c.expires_at)
     for column in sorted(targets):  # fixed once posted; before, a put moves it
         values[column] = sa.case(
-            (ob.c.ts.is_(None), _param(column, ob.c[column])), else_=ob.c[column]
+            (ob.c.ts.is_(None), param(column, ob.c[column])), else_=ob.c[column]
         )
     return (
         ob.update()
@@ -73,25 +70,23 @@ def put_update(targets: frozenset[str], with_expiry: bool) -> sa.Update:
 def put_insert(dialect: str) -> Any:
     """The insert of a new row, ignored when the key exists (params: p_key, p_payload, p_now,
     p_next, p_expires, p_kind, p_<target>)."""
-    from store.db import insert_ignore_for
-
     values: dict[str, Any] = {
         "key": KEY,
         "state": PENDING,
-        "payload": _param("payload", ob.c.payload),
+        "payload": param("payload", ob.c.payload),
         "version": 1,
         "sent_version": 0,
         "progress": 0,
         "unsure": False,
         "attempts": 0,
-        "next_attempt_at": _param("next", ob.c.next_attempt_at),
-        "expires_at": _param("expires", ob.c.expires_at),
+        "next_attempt_at": param("next", ob.c.next_attempt_at),
+        "expires_at": param("expires", ob.c.expires_at),
         "created_at": NOW,
         "updated_at": NOW,
         "pending_since": NOW,
-        "kind": _param("kind", ob.c.kind),
+        "kind": param("kind", ob.c.kind),
     }
-    values.update({column: _param(column, ob.c[column]) for column in TARGETS})
+    values.update({column: param(column, ob.c[column]) for column in TARGETS})
     return (
         insert_ignore_for(dialect, ob)
         .values(**values)
@@ -143,7 +138,7 @@ def take_rows() -> sa.Update:
         .where(ob.c.key.in_(sa.bindparam("p_keys", expanding=True)), claim_free(NOW))
         .values(
             claim_token=CLAIM,
-            claim_expires_at=_param("expires", ob.c.claim_expires_at),
+            claim_expires_at=param("expires", ob.c.claim_expires_at),
             unsure=sa.case((sa.or_(ob.c.unsure, may_post), sa.true()), else_=sa.false()),
         )
         .returning(ob.c.key)
@@ -174,9 +169,9 @@ def mark_sent(postgres: bool, with_claim: bool, with_ts: bool, with_progress: bo
         "updated_at": NOW,
     }
     if with_ts:
-        values["ts"] = sa.func.coalesce(ob.c.ts, _param("ts", ob.c.ts))
+        values["ts"] = sa.func.coalesce(ob.c.ts, param("ts", ob.c.ts))
     if with_progress:
-        values["progress"] = _param("progress", ob.c.progress)
+        values["progress"] = param("progress", ob.c.progress)
     return (
         ob.update()
         .where(held(KEY, CLAIM if with_claim else None))
@@ -191,14 +186,14 @@ def mark_failed(with_claim: bool, count: bool, give_up: bool) -> sa.Update:
     values: dict[str, Any] = {
         "claim_token": None,
         "claim_expires_at": None,
-        "last_error": _param("error", ob.c.last_error),
+        "last_error": param("error", ob.c.last_error),
         "updated_at": NOW,
-        "unsure": _param("unsure", ob.c.unsure),
+        "unsure": param("unsure", ob.c.unsure),
     }
     if count:
         values["attempts"] = ob.c.attempts + 1
     if give_up:
         values["state"] = FAILED
     else:
-        values["next_attempt_at"] = _param("retry_at", ob.c.next_attempt_at)
+        values["next_attempt_at"] = param("retry_at", ob.c.next_attempt_at)
     return ob.update().where(held(KEY, CLAIM if with_claim else None)).values(**values)

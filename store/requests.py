@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.util import utcnow
 from bot.agent.vocabulary import RequestKind
-from store.db import Database, insert_ignore_for
+from store.db import Database, insert_ignore_for, param
 from store.records import (
     ApprovalRequestRecord,
     RequestPolicy,
@@ -132,12 +132,12 @@ async def records_of(conn: AsyncConnection, rows: Sequence[Any]) -> list[Approva
     return [request_record(row, principals[row.id], approvals.get(row.id, ())) for row in rows]
 
 
-_REQUEST_BY_ID = sa.select(req).where(req.c.id == sa.bindparam("p_id", type_=req.c.id.type))
+_REQUEST_BY_ID = sa.select(req).where(req.c.id == param("id", req.c.id))
 _PAUSE_REQUESTS = (
     sa.select(req)
     .where(
-        req.c.run_id == sa.bindparam("p_run_id", type_=req.c.run_id.type),
-        req.c.pause_seq == sa.bindparam("p_seq", type_=req.c.pause_seq.type),
+        req.c.run_id == param("run_id", req.c.run_id),
+        req.c.pause_seq == param("seq", req.c.pause_seq),
     )
     .order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
 )
@@ -185,10 +185,10 @@ async def run_and_current_requests(
 
 _SET_MESSAGE = (
     req.update()
-    .where(req.c.id == sa.bindparam("p_id", type_=req.c.id.type))
+    .where(req.c.id == param("id", req.c.id))
     .values(
-        channel_id=sa.bindparam("p_channel", type_=req.c.channel_id.type),
-        message_ts=sa.bindparam("p_ts", type_=req.c.message_ts.type),
+        channel_id=param("channel", req.c.channel_id),
+        message_ts=param("ts", req.c.message_ts),
     )
 )
 
@@ -212,7 +212,7 @@ _NEW_REQUEST = (
 @functools.cache
 def _insert_request(dialect: str) -> Any:
     """A new pending request unless its pause has it (params: p_<column>), once per dialect."""
-    values = {c: sa.bindparam("p_" + c, type_=req.c[c].type) for c in _NEW_REQUEST}
+    values = {c: param(c, req.c[c]) for c in _NEW_REQUEST}
     return (
         insert_ignore_for(dialect, req)
         .values(status="pending", **values)
@@ -272,13 +272,11 @@ async def insert_request(
 
 _CANCEL_PENDING = (
     req.update()
-    .where(
-        req.c.run_id == sa.bindparam("p_run", type_=req.c.run_id.type), req.c.status == "pending"
-    )
+    .where(req.c.run_id == param("run", req.c.run_id), req.c.status == "pending")
     .values(
         status="cancelled",
         decided_by="system",
-        decided_at=sa.bindparam("p_now", type_=req.c.decided_at.type),
+        decided_at=param("now", req.c.decided_at),
     )
 )
 
@@ -288,8 +286,8 @@ async def cancel_pending(conn: AsyncConnection, run_id: str, now: datetime) -> N
 
 
 def _pause_ready() -> sa.Select[Any]:
-    run_id = sa.bindparam("p_run_id", type_=runs.c.id.type)
-    seq = sa.bindparam("p_seq", type_=runs.c.pause_seq.type)
+    run_id = param("run_id", runs.c.id)
+    seq = param("seq", runs.c.pause_seq)
     pending = sa.exists().where(
         req.c.run_id == run_id, req.c.pause_seq == seq, req.c.status == "pending"
     )

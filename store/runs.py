@@ -12,7 +12,7 @@ from bot.agent.schema_tool import API_AGENT_PREFIX
 from bot.agent.state import RunResult
 from bot.agent.util import utcnow
 from store.crypto import EncryptionKeyError, Unreadable
-from store.db import Database
+from store.db import Database, param
 from store.records import Lease, RunRecord
 from store.schema import approval_requests as req
 from store.schema import request_approvers as ra
@@ -40,21 +40,17 @@ class NewRun(TypedDict):
     request_text: str
 
 
-def _param(name: str, column: str) -> sa.BindParameter[Any]:
-    return sa.bindparam("p_" + name, type_=runs.c[column].type)
-
-
 _CREATE_RUN = runs.insert().values(
-    id=_param("run_id", "id"),
+    id=param("run_id", runs.c.id),
     status="running",
     pause_seq=0,
-    **{c: _param(c, c) for c in ("agent_id", "requester", "team_id", "channel_id")},
-    **{c: _param(c, c) for c in ("thread_ts", "request_text")},
-    created_at=_param("now", "created_at"),
-    updated_at=_param("now", "updated_at"),
+    **{c: param(c, runs.c[c]) for c in ("agent_id", "requester", "team_id", "channel_id")},
+    **{c: param(c, runs.c[c]) for c in ("thread_ts", "request_text")},
+    created_at=param("now", runs.c.created_at),
+    updated_at=param("now", runs.c.updated_at),
     version=1,
-    lease_owner=_param("owner", "lease_owner"),
-    lease_expires_at=_param("expires", "lease_expires_at"),
+    lease_owner=param("owner", runs.c.lease_owner),
+    lease_expires_at=param("expires", runs.c.lease_expires_at),
 )
 """A new run, leased to its creator (params: p_<NewRun key>, p_now, p_owner, p_expires)."""
 
@@ -80,12 +76,12 @@ async def create_run(
     return Lease(run_id=run_id, owner=owner, version=1, expires_at=expires)
 
 
-_RUN_ID = _param("run_id", "id")
-_CHANNEL = _param("channel", "channel_id")
+_RUN_ID = param("run_id", runs.c.id)
+_CHANNEL = param("channel", runs.c.channel_id)
 _SET_THREAD = (
     runs.update()
     .where(runs.c.id == _RUN_ID)
-    .values(channel_id=_CHANNEL, thread_ts=_param("ts", "thread_ts"))
+    .values(channel_id=_CHANNEL, thread_ts=param("ts", runs.c.thread_ts))
 )
 _CARDS_IN_CHANNEL = (
     req.update()
@@ -102,7 +98,7 @@ async def set_thread(db: Database, run_id: str, channel_id: str, thread_ts: str)
         await conn.execute(_CARDS_IN_CHANNEL, params)
 
 
-RUN_BY_ID = sa.select(runs).where(runs.c.id == sa.bindparam("p_run_id", type_=runs.c.id.type))
+RUN_BY_ID = sa.select(runs).where(runs.c.id == param("run_id", runs.c.id))
 """A run's row (param p_run_id): built once, as every statement read or written per decision."""
 
 
@@ -248,7 +244,7 @@ async def ready_runs(db: Database, now: datetime | None, limit: int) -> list[str
 _COUNT_READY = (
     sa.select(sa.func.count())
     .select_from(runs)
-    .where(ready_condition(_param("now", "lease_expires_at")))
+    .where(ready_condition(param("now", runs.c.lease_expires_at)))
 )
 
 
@@ -274,10 +270,10 @@ async def lapsed_runs(db: Database, now: datetime | None, limit: int) -> list[st
 SHOWN_STATUSES = ("completed", "failed", "cancelled")  # ends the thread shows
 
 
-_VERSION = sa.bindparam("p_version", type_=runs.c.version.type)
+_VERSION = param("version", runs.c.version)
 _MARK_SHOWN = (
     runs.update()
-    .where(runs.c.id == sa.bindparam("p_run_id", type_=runs.c.id.type), runs.c.version == _VERSION)
+    .where(runs.c.id == param("run_id", runs.c.id), runs.c.version == _VERSION)
     .values(shown_version=_VERSION)
 )
 

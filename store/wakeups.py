@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.agent.util import utcnow
-from store.db import READY_CHANNEL, Database
+from store.db import READY_CHANNEL, Database, param
 from store.notify import ChannelListener
 from store.records import Lease
 from store.runs import ready_condition
@@ -62,20 +62,20 @@ def _ready_rows(postgres: bool) -> sa.Select[Any]:
     """Ready runs, oldest first (params p_now, p_limit), built once per dialect."""
     query = (
         sa.select(runs.c.id, runs.c.version, runs.c.lease_owner)
-        .where(ready_condition(sa.bindparam("p_now", type_=runs.c.lease_expires_at.type)))
+        .where(ready_condition(param("now", runs.c.lease_expires_at)))
         .order_by(runs.c.updated_at)
         .limit(sa.bindparam("p_limit", type_=sa.Integer()))
     )
     return query.with_for_update(skip_locked=True, of=runs) if postgres else query
 
 
-_VERSION = sa.bindparam("p_version", type_=runs.c.version.type)
+_VERSION = param("version", runs.c.version)
 _TAKE_RUN = (
     runs.update()
-    .where(runs.c.id == sa.bindparam("p_id", type_=runs.c.id.type), runs.c.version == _VERSION)
+    .where(runs.c.id == param("id", runs.c.id), runs.c.version == _VERSION)
     .values(
-        lease_owner=sa.bindparam("p_owner", type_=runs.c.lease_owner.type),
-        lease_expires_at=sa.bindparam("p_expires", type_=runs.c.lease_expires_at.type),
+        lease_owner=param("owner", runs.c.lease_owner),
+        lease_expires_at=param("expires", runs.c.lease_expires_at),
         version=_VERSION + 1,
     )
 )

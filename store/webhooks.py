@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.agent.util import utcnow
 from store.audit import add_audit
-from store.db import Database
+from store.db import Database, param
 from store.schema import webhook_deliveries as wd
 
 
@@ -35,29 +35,25 @@ def _delivery(row: Any) -> Delivery:
     return Delivery(**{c.name: m[c.name] for c in wd.columns})
 
 
-def _param(name: str, column: str) -> sa.BindParameter[Any]:
-    return sa.bindparam("p_" + name, type_=wd.c[column].type)
-
-
 # Built once (a webhook is a few statements per settled API request): each execution binds
 # its values; `_INSERT` and `_FINISH` take their columns' values by the columns' names.
 _INSERT = wd.insert()
-_BY_ID = sa.select(wd).where(wd.c.id == _param("id", "id"))
+_BY_ID = sa.select(wd).where(wd.c.id == param("id", wd.c.id))
 _CLAIM = (
     wd.update()
     .where(
-        wd.c.id == _param("id", "id"),
+        wd.c.id == param("id", wd.c.id),
         wd.c.status == "pending",
-        wd.c.attempts == _param("attempts", "attempts"),
-        wd.c.next_attempt_at <= _param("now", "next_attempt_at"),
+        wd.c.attempts == param("attempts", wd.c.attempts),
+        wd.c.next_attempt_at <= param("now", wd.c.next_attempt_at),
     )
     .values(
-        attempts=_param("attempts", "attempts") + 1,
-        next_attempt_at=_param("until", "next_attempt_at"),
+        attempts=param("attempts", wd.c.attempts) + 1,
+        next_attempt_at=param("until", wd.c.next_attempt_at),
     )
 )
 _FINISH = wd.update().where(
-    wd.c.id == _param("id", "id"), wd.c.attempts == _param("attempts", "attempts")
+    wd.c.id == param("id", wd.c.id), wd.c.attempts == param("attempts", wd.c.attempts)
 )
 
 
