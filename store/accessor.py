@@ -53,7 +53,6 @@ def _save_statement(with_seq: bool, running: bool) -> sa.Update:
     """A save's fenced write, built once per shape (params: p_id, p_owner, p_version: the
     lease; p_state, p_schema, p_status, p_pause_kind, p_pause_step, p_pause_seq, p_now,
     p_expires: the lease's new end while running)."""
-
     values: dict[str, Any] = {
         "state": param("state", runs.c.state),
         "state_schema_version": param("schema", runs.c.state_schema_version),
