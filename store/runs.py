@@ -40,12 +40,14 @@ class NewRun(TypedDict):
     request_text: str
 
 
+_RUN_ID = param("run_id", runs.c.id)
+"""The run a statement built once is about (p_run_id)."""
+_NEW_RUN = ("agent_id", "requester", "team_id", "channel_id", "thread_ts", "request_text")
 _CREATE_RUN = runs.insert().values(
-    id=param("run_id", runs.c.id),
+    id=_RUN_ID,
     status="running",
     pause_seq=0,
-    **{c: param(c, runs.c[c]) for c in ("agent_id", "requester", "team_id", "channel_id")},
-    **{c: param(c, runs.c[c]) for c in ("thread_ts", "request_text")},
+    **{c: param(c, runs.c[c]) for c in _NEW_RUN},
     created_at=param("now", runs.c.created_at),
     updated_at=param("now", runs.c.updated_at),
     version=1,
@@ -76,7 +78,6 @@ async def create_run(
     return Lease(run_id=run_id, owner=owner, version=1, expires_at=expires)
 
 
-_RUN_ID = param("run_id", runs.c.id)
 _CHANNEL = param("channel", runs.c.channel_id)
 _SET_THREAD = (
     runs.update()
@@ -98,7 +99,7 @@ async def set_thread(db: Database, run_id: str, channel_id: str, thread_ts: str)
         await conn.execute(_CARDS_IN_CHANNEL, params)
 
 
-RUN_BY_ID = sa.select(runs).where(runs.c.id == param("run_id", runs.c.id))
+RUN_BY_ID = sa.select(runs).where(runs.c.id == _RUN_ID)
 """A run's row (param p_run_id): built once, as every statement read or written per decision."""
 
 
@@ -273,7 +274,7 @@ SHOWN_STATUSES = ("completed", "failed", "cancelled")  # ends the thread shows
 _VERSION = param("version", runs.c.version)
 _MARK_SHOWN = (
     runs.update()
-    .where(runs.c.id == param("run_id", runs.c.id), runs.c.version == _VERSION)
+    .where(runs.c.id == _RUN_ID, runs.c.version == _VERSION)
     .values(shown_version=_VERSION)
 )
 
