@@ -137,8 +137,14 @@ async def rss(session: aiohttp.ClientSession, bot: str) -> int:
 
 
 async def memory_per_pending(
-    session: aiohttp.ClientSession, bot: str, count: int, settle: float = 2.0
+    session: aiohttp.ClientSession,
+    bot: str,
+    count: int,
+    settle: float = 2.0,
+    creates: list[float] | None = None,
 ) -> float:
+    """The bot's memory per pending request; `creates` receives each create's latency (these
+    creates come alone: no clicks, polls or webhooks meanwhile)."""
     before = await rss(session, bot)
     ids = []
     sem = asyncio.Semaphore(20)
@@ -146,8 +152,11 @@ async def memory_per_pending(
     async def one(n: int) -> None:
         async with sem:
             body = {"title": "Pending", "tool": "deploy", "channel": CHANNELS[n % 20]}
+            t0 = time.perf_counter()
             async with session.post(f"{bot}/v1/requests", json=body) as resp:
                 ids.append((await resp.json())["id"])
+            if creates is not None:
+                creates.append(time.perf_counter() - t0)
 
     await asyncio.gather(*(one(n) for n in range(count)))
 
@@ -196,6 +205,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     await store.api.set_key_quota("bench", 1_000_000)  # measure, do not throttle
     await store.close()
     out: dict[str, list[Any]] = {"create": [], "wake": [], "decided": [], "failures": []}
+    alone: list[float] = []  # the creates of the memory phase, nothing else going on
     connector = aiohttp.TCPConnector(limit=0)
     headers = {"Authorization": f"Bearer {token}"}
     try:
@@ -227,7 +237,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(0.1)
             webhook = [hooks.received[i] - d for i, d in out["decided"] if i in hooks.received]
             settle = 0.5 if getattr(args, "smoke", False) else 2.0
-            memory = await memory_per_pending(session, bot, args.pending, settle)
+            memory = await memory_per_pending(session, bot, args.pending, settle, alone)
     finally:
         await bot_proc.stop()
         await slack.stop()
@@ -244,6 +254,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "concurrency": args.concurrency,
         "tasks": args.tasks,
         "create_ms": _ms(out["create"]),
+        "create_alone_ms": _ms(alone),
         "card_shown_ms": _ms(out.get("card", [])),
         "decision_to_waiter_ms": _ms(out["wake"]),
         "decision_to_webhook_ms": _ms(webhook),

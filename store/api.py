@@ -218,6 +218,11 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
                     body_hash=digest,
                 ),
             )
+            request = await _one(conn, request_id)
+            assert request is not None  # written by this transaction
+            run = (await conn.execute(RUN_BY_ID, {"p_run_id": run_id})).one()
+            # last: the audit chain's head stays locked from here to the commit, and every
+            # audited write waits for it
             await add_audit(
                 conn,
                 now=now,
@@ -230,9 +235,6 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
                 arguments=new.arguments,
                 outcome="ok",
             )
-            request = await _one(conn, request_id)
-            assert request is not None  # written by this transaction
-            run = (await conn.execute(RUN_BY_ID, {"p_run_id": run_id})).one()
     except IntegrityError:
         if new.idempotency_key is None:
             raise

@@ -75,9 +75,9 @@ async def cancel_run(db: Database, run_id: str, *, actor: str, detail: str) -> C
                 .where(req.c.id.in_(ids), req.c.status == "pending")
                 .values(status="cancelled", decided_by=actor, decided_at=now)
             )
-        await add_audit(
-            conn, now=now, actor=actor, action="cancel", run_id=run_id, outcome="ok", detail=detail
-        )
         closed = await fetch(conn, sa.select(req).where(req.c.id.in_(ids))) if ids else []
         updated = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).first()
+        await add_audit(  # last: the chain's head stays locked until the commit
+            conn, now=now, actor=actor, action="cancel", run_id=run_id, outcome="ok", detail=detail
+        )
     return CancelResult(True, run_record(updated) if updated else run, closed)

@@ -7,7 +7,6 @@ conditional UPDATE sees the latest committed row. Reads use a plain deferred `BE
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import time
@@ -21,6 +20,7 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from store import crypto
+from store.write_turns import WriteTurns
 
 DEFAULT_URL = "sqlite+aiosqlite:///sayso.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -152,9 +152,9 @@ class Database:
         if self.encrypted and self.is_sqlite_url(url):
             # freed pages are zeroed: a value rewritten encrypted leaves no plaintext behind
             event.listen(self.engine.sync_engine, "connect", _secure_delete)
-        # SQLite has one writer at a time. Writers of this process queue here, in order,
-        # instead of polling the file lock with SQLite's busy-wait backoff.
-        self._write_lock = asyncio.Lock() if self.is_sqlite_url(url) else None
+        # SQLite has one writer at a time. Writers of this process take turns here (urgent
+        # ones first) instead of polling the file lock with SQLite's busy-wait backoff.
+        self._write_turns = WriteTurns() if self.is_sqlite_url(url) else None
 
     @staticmethod
     def is_sqlite_url(url: str) -> bool:
@@ -169,13 +169,17 @@ class Database:
         return self.dialect == "postgresql"
 
     @asynccontextmanager
-    async def write(self, *, single: bool = False) -> AsyncIterator[AsyncConnection]:
+    async def write(
+        self, *, single: bool = False, urgent: bool = False
+    ) -> AsyncIterator[AsyncConnection]:
         """A write transaction: committed when the block ends, rolled back on an exception.
 
         `single=True`: the block makes writes that need no transaction around them (one
         statement, or statements each sound on its own): on PostgreSQL they run in autocommit,
-        without the BEGIN and COMMIT round trips; on SQLite it is the same transaction."""
-        if self._write_lock is None:
+        without the BEGIN and COMMIT round trips; on SQLite it is the same transaction.
+        `urgent=True`: someone waits for it (an ack): on SQLite it takes the next writer's turn
+        (store/write_turns.py); on PostgreSQL writers do not queue in the process."""
+        if self._write_turns is None:
             if single:
                 async with self.engine.connect() as conn:
                     await conn.execution_options(isolation_level="AUTOCOMMIT")
@@ -184,7 +188,7 @@ class Database:
             async with self.engine.connect() as conn, conn.begin():
                 yield conn
             return
-        async with self._write_lock, self.engine.connect() as conn:
+        async with self._write_turns.turn(urgent=urgent), self.engine.connect() as conn:
             await conn.execution_options(**{_IMMEDIATE: True})
             async with conn.begin():
                 yield conn
@@ -197,7 +201,7 @@ class Database:
         three a one-statement read cost, the largest part of the bot's CPU per decision).
         On SQLite it is a deferred transaction: one snapshot for the block, rolled back."""
         async with self.engine.connect() as conn:
-            if self._write_lock is None:
+            if self._write_turns is None:
                 await conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
 

@@ -139,6 +139,12 @@ async def decide(
             request = await _one(conn, request_id)
             if expired and request is not None:
                 await _audit_expiry(conn, request, now, f"noticed by {actor}")
+        if won and request is not None and claim is not None:
+            lease = await _claim_if_ready(conn, request, claim, now)
+        if won and request is not None and lease is None and db.is_postgres:
+            # Wake workers as the decision commits (they check whether the run is ready).
+            await conn.execute(sa.select(sa.func.pg_notify(READY_CHANNEL, request.spec.run_id)))
+        # last: the audit chain's head stays locked from here to the commit
         await add_audit(
             conn,
             actor=actor,
@@ -153,11 +159,6 @@ async def decide(
             now=now,
             request=request if won else None,
         )
-        if won and request is not None and claim is not None:
-            lease = await _claim_if_ready(conn, request, claim, now)
-        if won and request is not None and lease is None and db.is_postgres:
-            # Wake workers as the decision commits (they check whether the run is ready).
-            await conn.execute(sa.select(sa.func.pg_notify(READY_CHANNEL, request.spec.run_id)))
     run_ready = lease is not None
     if request is not None and (won or expired) and lease is None:
         # Checked after commit: of two deciders finishing a pause together, the later one

@@ -80,7 +80,7 @@ class Intake:
             claim_owner=owner,
             claim_expires_at=now + timedelta(seconds=lease) if owner else None,
         )
-        async with self.db.write() as conn:
+        async with self.db.write(urgent=True) as conn:  # an ack may wait for it
             result = await conn.execute(statement.on_conflict_do_nothing(index_elements=["key"]))
         return result.rowcount == 1
 
@@ -238,7 +238,7 @@ class Intake:
         transaction: the keys recorded that were new."""
         now = utcnow()
         new: set[str] = set()
-        async with self.db.write() as conn:
+        async with self.db.write(urgent=True) as conn:  # acks wait for it
             if interactions:
                 new = await self._insert(conn, interactions, owner, now, lease)
             for result, keys in _by_result(processed).values():
