@@ -234,11 +234,13 @@ class Intake:
         owner: str,
         lease: float = 30.0,
     ) -> set[str]:
-        """Record `interactions` (held by `owner`) and close `processed` rows in one
-        transaction: the keys recorded that were new."""
+        """Record `interactions` (held by `owner`) and close `processed` rows, in one
+        statement each (one transaction on SQLite): the keys recorded that were new."""
         now = utcnow()
         new: set[str] = set()
-        async with self.db.write(urgent=True) as conn:  # acks wait for it
+        # acks wait for it: urgent (SQLite: the next writer's turn); each statement is sound
+        # on its own (PostgreSQL: autocommit, no BEGIN and COMMIT round trips)
+        async with self.db.write(single=True, urgent=True) as conn:
             if interactions:
                 new = await self._insert(conn, interactions, owner, now, lease)
             for result, keys in _by_result(processed).values():

@@ -2,10 +2,13 @@
 
 A fixed number of slots. When one frees, it goes to the waiting person who has had the fewest
 turns since their own backlog began, then, among equals, to the channel that has had the
-fewest, then to whoever came first. A turn count is forgotten once its person (or channel)
-has nothing waiting, so someone arriving behind a burst of 1,000 commands has had no turn and
-is next: delayed by the turns under way, never by the burst nor by a round of the burst's
-channels (issue 22, fair intake). Within one person's own turns, first come, first served.
+fewest, then to the person with the least waiting, then to whoever came first. A turn count
+is forgotten once its person (or channel) has nothing waiting, so someone arriving behind a
+burst of 1,000 commands has had no turn and is next: delayed by the turns under way, never by
+the burst, nor by a round of the burst's channels, nor by the first turns of the burst's
+people (issue 22, fair intake: behind 300 commands of 40 people, a newcomer waited for each
+of them to have a first turn, 1.3-2.3 s on SQLite). Within one person's own turns, first
+come, first served.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from bot.service.acks import Acks
+
 Line = tuple[str, str]
 """(channel, person): one line of waiting turns, first come first served."""
 
@@ -25,14 +30,17 @@ class FairGate:
     """`async with gate.turn(channel, person):` runs the block when a slot is free and no one
     with fewer turns is waiting."""
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, acks: Acks | None = None) -> None:
+        """`acks`: a turn starts once no ack is in flight (bot/service/acks.py)."""
         if slots < 1:
             raise ValueError("a FairGate needs at least one slot")
         self._free = slots
+        self._acks = acks
         self._lines: dict[Line, deque[asyncio.Future[None]]] = {}
-        # one entry per line with someone waiting: (person's turns, channel's turns, order);
-        # turns only grow while waiting, so an entry's key is at most its line's current one
-        self._next: list[tuple[int, int, int, Line]] = []
+        # one entry per line with someone waiting: (person's turns, channel's turns, person's
+        # backlog, order); turns only grow while waiting, so an entry's key is mostly at most
+        # its line's current one (a backlog that shrank leaves its other lines a little late)
+        self._next: list[tuple[int, int, int, int, Line]] = []
         self._order = itertools.count()
         self._turns: Counter[str] = Counter()  # by "p:" person and "c:" channel, while waiting
         self._waiting: Counter[str] = Counter()
@@ -43,14 +51,17 @@ class FairGate:
 
     @asynccontextmanager
     async def turn(self, channel: str | None, person: str | None) -> AsyncIterator[None]:
+        if self._acks is not None:
+            await self._acks.let_through()
         await self._acquire((channel or "", person or ""))
         try:
             yield
         finally:
             self._release()
 
-    def _key(self, line: Line) -> tuple[int, int]:
-        return self._turns["p:" + line[1]], self._turns["c:" + line[0]]
+    def _key(self, line: Line) -> tuple[int, int, int]:
+        person = "p:" + line[1]
+        return self._turns[person], self._turns["c:" + line[0]], self._waiting[person]
 
     async def _acquire(self, line: Line) -> None:
         if self._free > 0 and not self._lines:
@@ -77,10 +88,10 @@ class FairGate:
         """Hand the slot to the line with the fewest turns (lazily re-keyed: the turns of a
         line's person or channel may have grown since it was queued)."""
         while self._next:
-            persons, channels, order, line = self._next[0]
+            persons, channels, backlog, order, line = self._next[0]
             queue = self._lines[line]
             now = self._key(line)
-            if now > (persons, channels):
+            if now > (persons, channels, backlog):
                 heapq.heapreplace(self._next, (*now, order, line))
                 continue
             handed = queue.popleft()

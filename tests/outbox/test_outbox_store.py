@@ -216,6 +216,24 @@ async def test_channels_take_turns_in_a_claim(outbox: Outbox) -> None:
     assert claimed[2:] == ["root:busy1", "root:busy2"]  # then the busy channel, oldest first
 
 
+async def test_a_new_channel_goes_before_the_next_rows_of_channels_already_sending(
+    outbox: Outbox,
+) -> None:
+    """The rows a claim holds (sent, or waiting for Slack's one post a second in their
+    channel) count as their channel's turns: behind a burst in fifty channels, someone
+    else's first message in another channel is claimed next, not after each busy channel's
+    next row (issue 22, fair intake: a new command's root within 1 s of a burst)."""
+    for i in range(3):
+        for c in range(50):
+            await outbox.put(f"root:b{c}-{i}", channel=f"C_BUSY{c}", text=f"busy {i}")
+    first = await outbox.claim_due("d", limit=50)  # each busy channel's first row: held
+    assert sorted(row.key for row in first) == sorted(f"root:b{c}-0" for c in range(50))
+    await outbox.put("root:new", channel="C_NEW", text="someone else")
+    claimed = [row.key for row in await outbox.claim_due("d", limit=5)]
+    assert claimed[0] == "root:new"
+    assert all(key.endswith("-1") for key in claimed[1:])  # then the busy channels' seconds
+
+
 async def test_card_updates_are_claimed_before_other_rows(outbox: Outbox) -> None:
     """Under Slack's limits a decision shows first: an updated card goes ahead of older
     updates of roots (in its channel and in others); posts keep their order."""
