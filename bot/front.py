@@ -124,8 +124,7 @@ class Bot:
             parsed = await bolt_request(request)
             if parsed is None:
                 return web.Response(status=400, text="Malformed Slack request.")
-            with self.service.acks.acking():  # the work after other acks waits for this one
-                bolt_response = await self.app.async_dispatch(parsed)
+            bolt_response = await self.app.async_dispatch(parsed)
             return await to_aiohttp_response(bolt_response)
 
         async def healthz(request: web.Request) -> web.Response:

@@ -7,7 +7,6 @@ import asyncio
 
 import pytest
 
-from bot.service.acks import Acks
 from bot.service.fair import FairGate
 
 
@@ -84,76 +83,3 @@ async def test_a_newcomer_goes_before_the_first_turns_of_a_bursts_people() -> No
     go.set()
     await asyncio.gather(*burst, newcomer)
     assert order.index("new") == 2  # right after the two under way
-
-
-# -- acks first (bot/service/acks.py) ---------------------------------------------------------
-
-
-async def test_work_after_an_ack_waits_for_the_acks_in_flight() -> None:
-    acks = Acks(max_hold=5.0)
-    gate = FairGate(4, acks)
-    order: list[str] = []
-    release = asyncio.Event()
-
-    async def request(tag: str) -> None:
-        with acks.acking():
-            await release.wait()
-            order.append(f"ack {tag}")
-
-    pending = [asyncio.create_task(request(str(i))) for i in range(3)]
-    await asyncio.sleep(0)
-    work = asyncio.create_task(_run(gate, order, "C1", "U1", "work"))
-    await asyncio.sleep(0.05)
-    assert order == []  # the acks are in flight: the work has not started
-    release.set()
-    await asyncio.gather(*pending, work)
-    assert order == ["ack 0", "ack 1", "ack 2", "work"]
-
-
-async def test_a_stream_of_acks_holds_the_work_for_max_hold_at_most() -> None:
-    acks = Acks(max_hold=0.05)
-    gate = FairGate(1, acks)
-    order: list[str] = []
-    forever = asyncio.Event()
-
-    async def endless_ack() -> None:  # a stream of acks: one is always in flight
-        with acks.acking():
-            await forever.wait()
-
-    stream = asyncio.create_task(endless_ack())
-    await asyncio.sleep(0)
-    started = asyncio.get_running_loop().time()
-    await asyncio.wait_for(_run(gate, order, "C1", "U1", "work"), 2.0)
-    assert order == ["work"]
-    assert asyncio.get_running_loop().time() - started >= 0.04
-    forever.set()
-    await stream
-
-
-async def test_the_work_of_a_request_before_its_own_ack_never_waits() -> None:
-    """A modal's answer computed before its ack (field errors) goes at once; once acked, that
-    request's listener waits like any other work for the acks still in flight."""
-    acks = Acks(max_hold=5.0)
-    gate = FairGate(1, acks)
-    order: list[str] = []
-    other_done = asyncio.Event()
-
-    async def other_request() -> None:
-        with acks.acking():
-            await other_done.wait()
-
-    other = asyncio.create_task(other_request())
-    await asyncio.sleep(0)
-    listener: asyncio.Task[None] | None = None
-    with acks.acking():
-        await asyncio.wait_for(_run(gate, order, "C1", "U1", "before its ack"), 1.0)
-
-        async def after_ack() -> None:
-            await _run(gate, order, "C1", "U1", "after its ack")
-
-        listener = asyncio.create_task(after_ack())  # Bolt's listener task: this context
-    await asyncio.sleep(0.05)
-    assert order == ["before its ack"]  # the other ack is still in flight
-    other_done.set()
-    await asyncio.gather(other, listener)
-    assert order == ["before its ack", "after its ack"]

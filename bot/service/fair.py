@@ -20,8 +20,6 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from bot.service.acks import Acks
-
 Line = tuple[str, str]
 """(channel, person): one line of waiting turns, first come first served."""
 
@@ -30,12 +28,10 @@ class FairGate:
     """`async with gate.turn(channel, person):` runs the block when a slot is free and no one
     with fewer turns is waiting."""
 
-    def __init__(self, slots: int, acks: Acks | None = None) -> None:
-        """`acks`: a turn starts once no ack is in flight (bot/service/acks.py)."""
+    def __init__(self, slots: int) -> None:
         if slots < 1:
             raise ValueError("a FairGate needs at least one slot")
         self._free = slots
-        self._acks = acks
         self._lines: dict[Line, deque[asyncio.Future[None]]] = {}
         # one entry per line with someone waiting: (person's turns, channel's turns, person's
         # backlog, order); turns only grow while waiting, so an entry's key is mostly at most
@@ -51,8 +47,6 @@ class FairGate:
 
     @asynccontextmanager
     async def turn(self, channel: str | None, person: str | None) -> AsyncIterator[None]:
-        if self._acks is not None:
-            await self._acks.let_through()
         await self._acquire((channel or "", person or ""))
         try:
             yield

@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from bot.agent.vocabulary import PersonAction
-from bot.service.acks import Acks
 from bot.service.api_requests import ApiRequests
 from bot.service.arguments import ArgumentsAccess
 from bot.service.commands import Command, parse
@@ -81,9 +80,9 @@ class Service:
         self._wire_runs()
         self._wire_people()
         self.events.subscribe(RunReady, self._run_ready)
-        # Work after an ack waits here: fair turns, after the acks in flight (service/acks.py)
-        self.acks = Acks()
-        self._intake = FairGate(max(2, min(8, settings.max_active_runs)), self.acks)
+        # Work after an ack (starting a run, recording a decision): a burst queues here, in
+        # fair turns per channel and person, not crowding the loop that must answer Slack.
+        self._intake = FairGate(max(2, min(8, settings.max_active_runs)))
 
     def _wire_runs(self) -> None:
         store, settings = self.store, self.settings
