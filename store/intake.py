@@ -238,9 +238,9 @@ class Intake:
         statement each (one transaction on SQLite): the keys recorded that were new."""
         now = utcnow()
         new: set[str] = set()
-        # acks wait for it: urgent (SQLite: the next writer's turn); each statement is sound
-        # on its own (PostgreSQL: autocommit, no BEGIN and COMMIT round trips)
-        async with self.db.write(single=True, urgent=True) as conn:
+        # acks wait for the records: urgent (SQLite: the next writer's turn), not for the
+        # closings alone; each statement is sound on its own (PostgreSQL: autocommit)
+        async with self.db.write(single=True, urgent=bool(interactions)) as conn:
             if interactions:
                 new = await self._insert(conn, interactions, owner, now, lease)
             for result, keys in _by_result(processed).values():
