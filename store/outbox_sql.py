@@ -133,8 +133,9 @@ def _held_by_channel() -> sa.Subquery:
     """Rows claimed (sent, or waiting for their pace) per channel: they count as that
     channel's turns already under way. Without them a burst's channels, each with a row
     waiting for Slack's one post a second there, kept a new channel's first row (someone
-    else's root message) behind their next rows, oldest first: 1.4-2.9 s on SQLite behind a
-    burst of 300 commands (bench/run.py --issue13 --only backlog)."""
+    else's root message) behind their next rows, oldest first. (Behind a burst of 300
+    commands on SQLite the new command's root still took 1.3-1.6 s with this alone: that wait
+    was in the fair turns before the run's start, bot/service/fair.py.)"""
     other = ob.alias("held_rows")
     return (
         sa.select(other.c.channel, sa.func.count().label("held"))

@@ -3,10 +3,11 @@
 SQLite lets one transaction write at a time, so the writers of a process queue (before, an
 `asyncio.Lock`: first come, first served). The durable intake records an interaction before
 its ack (issue 22), and behind a burst that record queued after every run's save, outbox put
-and claim already waiting: on SQLite the ack's p99 was 14-20 times the bare Bolt floor
-(docs/benchmarks.md). An urgent writer (`turn(urgent=True)`) now takes the next turn, ahead of
-the queue; so the others are never starved by a stream of urgent ones, one waiting other goes
-after each urgent turn. An ack then waits for at most the write in progress and one more.
+and claim already waiting: on SQLite the approve ack's p99 was 7-20 times the bare Bolt
+floor at 50 at once (docs/benchmarks.md, third stop of issue 22). An urgent writer
+(`turn(urgent=True)`) now takes the next turn, ahead of the queue; so the others are never
+starved by a stream of urgent ones, one waiting other goes after each urgent turn. An ack
+then waits for at most the write in progress and one more.
 """
 
 from __future__ import annotations
