@@ -33,8 +33,9 @@ from typing import Any
 
 from agents import make_agents
 from aiohttp import web
-from common import SECRET, TOKEN, rss_kb
+from common import SECRET, TOKEN, loop_choice, rss_kb
 
+from bot import event_loop
 from bot.cli import setup_logging
 from bot.compose import build_bot
 from bot.config import Settings
@@ -322,8 +323,8 @@ if __name__ == "__main__":
 
         profile = cProfile.Profile()
         try:
-            profile.runcall(asyncio.run, main(args))
+            profile.runcall(event_loop.run, main(args), loop_choice())
         finally:
             profile.dump_stats(args.profile)
     else:
-        asyncio.run(main(args))
+        event_loop.run(main(args), loop_choice())

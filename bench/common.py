@@ -113,3 +113,12 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def loop_choice() -> Any:
+    """The loop `sayso run` would take (`SAYSO_EVENT_LOOP`, `auto` when unset), for the bench's
+    own servers: the bot's and the bare Bolt floor's run on the same kind of loop."""
+    choice = os.environ.get("SAYSO_EVENT_LOOP", "auto")
+    if choice not in ("auto", "uvloop", "asyncio"):
+        raise SystemExit(f"SAYSO_EVENT_LOOP={choice!r}: auto, uvloop or asyncio")
+    return choice

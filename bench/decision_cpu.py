@@ -104,11 +104,13 @@ def serve(argv: list[str]) -> None:
 
     import bot_server
     from aiohttp import web
+    from common import loop_choice
     from slack_sdk.web.async_client import AsyncWebClient
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
     from sqlalchemy.pool import Pool
 
+    from bot import event_loop
     from bot.front import Bot
 
     # CPU time of the profiled thread (not of the process: the other threads' work would be
@@ -196,7 +198,7 @@ def serve(argv: list[str]) -> None:
         return app
 
     Bot.web_app = bench_web_app  # type: ignore[method-assign]
-    asyncio.run(bot_server.main(bot_server.parser().parse_args(argv)))
+    event_loop.run(bot_server.main(bot_server.parser().parse_args(argv)), loop_choice())
 
 
 # -- Slack's side ----------------------------------------------------------------------------

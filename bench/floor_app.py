@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from common import SECRET, TOKEN
+from common import SECRET, TOKEN, loop_choice
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
@@ -91,4 +91,9 @@ if __name__ == "__main__":
     parser.add_argument("--slack-api-url", required=True)
     parser.add_argument("--intake-url", default=None)
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(main(parser.parse_args()))
+    # the loop the bot runs on (SAYSO_EVENT_LOOP, uvloop where installed): the floor measures
+    # Bolt, not the choice of loop
+    sys.path.insert(0, ROOT)
+    from bot import event_loop
+
+    event_loop.run(main(parser.parse_args()), loop_choice())

@@ -304,18 +304,17 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         raise SystemExit(run_hook(words[1:]))
     args = parser().parse_args(words)
-    import asyncio
-
     from slack_sdk.errors import SlackApiError
 
+    from bot import event_loop
     from bot.config import ConfigError, load_settings
     from store.crypto import EncryptionKeyError
 
     try:
         settings = load_settings()
         setup_logging(settings.sayso_log_level, settings.sayso_log_format)
-        asyncio.run(COMMANDS[args.command](args, settings))
-    except ConfigError as exc:
+        event_loop.run(COMMANDS[args.command](args, settings), settings.sayso_event_loop)
+    except (ConfigError, event_loop.EventLoopError) as exc:
         print(f"sayso: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     except EncryptionKeyError as exc:

@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     sayso_audit_webhook_secret: SecretStr | None = None
     sayso_audit_retention: timedelta | None = None
     sayso_log_format: Literal["text", "json"] = "text"
+    # the event loop: uvloop where installed (bot/event_loop.py)
+    sayso_event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
     # traces (`sayso[otel]`): on when an OTLP endpoint is set; the exporter reads the other
     # standard OTEL_* variables itself
     otel_exporter_otlp_endpoint: str | None = None

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Literal
 
+from bot import event_loop
 from bot.config import ConfigError, Settings
 
 if TYPE_CHECKING:
@@ -177,19 +178,21 @@ async def serve(
                 # The port still serves /healthz and the approval API (never /slack/events).
                 async with socket_front(bot), http_front(bot, host, port, slack_events=False):
                     log.info(
-                        "event=listening mode=socket api=http://%s:%d/v1 worker=%s",
+                        "event=listening mode=socket api=http://%s:%d/v1 worker=%s loop=%s",
                         host,
                         port,
                         worker,
+                        event_loop.running(),
                     )
                     await wait_for_stop()
             else:
                 async with http_front(bot, host, port):
                     log.info(
-                        "event=listening mode=http url=http://%s:%d/slack/events worker=%s",
+                        "event=listening mode=http url=http://%s:%d/slack/events worker=%s loop=%s",
                         host,
                         port,
                         worker,
+                        event_loop.running(),
                     )
                     await wait_for_stop()
         finally:

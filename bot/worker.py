@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from bot import event_loop
 from bot.config import Settings
 from bot.service.events import PolicyReloaded
 
@@ -94,7 +95,9 @@ class Worker:
         listener.start()
         self.service.start_sweeper(self.sweep_interval)
         stopped = asyncio.create_task(stop.wait())
-        log.info("event=worker_started concurrency=%d", self.concurrency)
+        log.info(
+            "event=worker_started concurrency=%d loop=%s", self.concurrency, event_loop.running()
+        )
         try:
             while not stop.is_set():
                 self._wakeup.clear()
@@ -343,7 +346,7 @@ class EmbeddedWorker:
 
     def _main(self) -> None:
         try:
-            asyncio.run(self._serve())
+            event_loop.run(self._serve(), self.settings.sayso_event_loop)
         except BaseException as exc:  # told to the front through start()
             self._error = exc
             log.exception("event=embedded_worker_failed")

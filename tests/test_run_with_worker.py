@@ -88,8 +88,12 @@ async def test_sayso_run_drives_runs_on_its_embedded_worker_and_stops_on_sigterm
             return "Completed" in str(sb.messages("C_GENERAL")[-1].get("blocks"))
 
         await sandbox.wait_for(completed, timeout=20)
-        assert "event=worker_started" in logs()
-        assert "worker=True" in logs()
+        # both loops, the front's and the embedded worker's thread's, run on uvloop (installed
+        # with sayso; SAYSO_EVENT_LOOP unset means auto)
+        listening = next(line for line in logs().splitlines() if "event=listening" in line)
+        assert "worker=True" in listening and "loop=uvloop" in listening, listening
+        started = next(line for line in logs().splitlines() if "event=worker_started" in line)
+        assert "loop=uvloop" in started, started
         # the run went to the embedded worker as the front claimed it, at its start and with
         # its decision: no release, wake-up and claim in between
         assert logs().count("event=run_given_to_local_worker") == 2, logs()

@@ -36,11 +36,14 @@ RESPONSE_URL_TTL = 30 * 60.0
 
 @dataclass
 class ApiCall:
-    """One Web API call the bot made: method name, arguments (token removed), our answer."""
+    """One Web API call the bot made: method name, arguments (token removed), our answer, and
+    the connection it came on (the bot's `host:port`: calls on one kept-alive connection share
+    it)."""
 
     method: str
     args: dict[str, Any]
     response: dict[str, Any]
+    connection: str = ""
 
 
 @dataclass

@@ -92,7 +92,9 @@ class WebApi:
         except ApiError as exc:
             answer = exc.answer()
         answer = json.loads(json.dumps(answer))  # detach from the stored state
-        self.sb.calls.append(ApiCall(method=method, args=args, response=answer))
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        connection = f"{peer[0]}:{peer[1]}" if peer else ""
+        self.sb.calls.append(ApiCall(method, args, answer, connection))
         log.info(
             "event=api_call method=%s ok=%s error=%s",
             method,

@@ -144,8 +144,11 @@ class RecordIntake(AsyncMiddleware):
         return recorder
 
     async def close(self) -> None:
-        if self.own_store is not None:
-            await self.own_store.close()
+        try:
+            await self.writer.settle()
+        finally:
+            if self.own_store is not None:
+                await self.own_store.close()
 
     async def async_process(
         self,

@@ -253,3 +253,22 @@ async def test_a_change_put_while_its_message_is_being_sent_follows_at_once(
         return (sb.message("C_OPS", ts) or {}).get("text") == "status 2"
 
     await sandbox.wait_for(shows_status_2, timeout=1.5)
+
+
+async def test_the_calls_share_one_kept_alive_connection(
+    outbox: Outbox, sandbox: SlackSandbox, make_dispatcher: DispatcherFactory
+) -> None:
+    """slack-sdk opens a session, and a TCP connection, per call unless given one: the
+    dispatcher gives its client one, so calls one after the other reuse a connection."""
+    dispatcher = await make_dispatcher(outbox, sandbox)
+    await outbox.put("root:r1", channel="C_OPS", text="deploy v2")
+    await dispatcher.drain(10)
+    for i in range(4):
+        await outbox.put(f"note:{i}", channel="C_OPS", thread_key="root:r1", text=f"step {i}")
+        await dispatcher.drain(10)
+    await outbox.put("root:r1", channel="C_OPS", text="deploy v2: done")
+    await dispatcher.drain(10)
+    calls = sandbox.calls
+    assert [c.method for c in calls] == ["chat.postMessage"] * 5 + ["chat.update"]
+    assert all(c.connection for c in calls)
+    assert len({c.connection for c in calls}) == 1, [c.connection for c in calls]

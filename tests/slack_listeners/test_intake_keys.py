@@ -80,3 +80,36 @@ async def test_a_failed_transaction_fails_its_batch_only() -> None:
     else:
         raise AssertionError("the failure must reach the submitter")
     assert await commit.submit(5) == 5
+
+
+async def test_lingering_items_a_moment_apart_share_one_write() -> None:
+    """The closings: nobody waits for them, so those of clicks a moment apart share a write."""
+    batches: list[list[int]] = []
+
+    async def flush(items: list[int]) -> list[int]:
+        batches.append(items)
+        return items
+
+    commit: GroupCommit[int, int] = GroupCommit(flush, linger=0.3)
+    tasks = []
+    for i in range(4):
+        tasks.append(asyncio.create_task(commit.submit(i)))
+        await asyncio.sleep(0.05)
+    assert batches == []  # still lingering
+    assert await asyncio.gather(*tasks) == [0, 1, 2, 3]
+    assert batches == [[0, 1, 2, 3]]
+
+
+async def test_settle_writes_what_lingers_at_once() -> None:
+    batches: list[list[int]] = []
+
+    async def flush(items: list[int]) -> list[int]:
+        batches.append(items)
+        return items
+
+    commit: GroupCommit[int, int] = GroupCommit(flush, linger=30.0)
+    waiting = asyncio.create_task(commit.submit(7))
+    await asyncio.sleep(0.01)
+    await asyncio.wait_for(commit.settle(), 2)
+    assert batches == [[7]] and await waiting == 7
+    assert await asyncio.wait_for(commit.submit(8), 2) == 8  # no lingering after it

@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "bot.front": TOP,
     "bot.serve": TOP,
     "bot.worker": TOP,
+    "bot.event_loop": TOP,  # the loop a process runs on (uvloop or asyncio)
     "bot.loading": TOP,
     "bot.policy_cli": TOP,
     "bot.runs_cancel": TOP,
