@@ -71,6 +71,9 @@ from store.schema import slack_outbox as ob
 
 log = logging.getLogger("sayso.store")
 
+Admit = Callable[[OutboxRow], "float | None"]
+"""A claim's filter: None takes the due row; seconds: leave it, due again after them."""
+
 CHANNEL = "sayso_outbox"
 """PostgreSQL NOTIFY channel: an outbox row became due (the payload is its key)."""
 
@@ -205,6 +208,7 @@ class Outbox(OutboxMarks, OutboxReads):
         now: datetime | None = None,
         *,
         lease_seconds: float = 60.0,
+        admit: Admit | None = None,
     ) -> tuple[list[OutboxRow], float | None]:
         """Claim up to `limit` due rows, oldest first in each channel, the channels in turn
         (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so dispatchers claiming at once take different
@@ -214,7 +218,11 @@ class Outbox(OutboxMarks, OutboxReads):
 
         Also returns, when fewer than `limit` rows were due, the seconds until the next row
         nobody holds becomes due (None: none is waiting for a time), so a dispatcher knows
-        how long it may sleep without polling."""
+        how long it may sleep without polling.
+
+        `admit(row)`: None to take a due row, or the seconds after which it should come back
+        (the dispatcher's pacing: a row Slack's limits would hold back is left unclaimed and
+        due again then, in the same transaction, instead of claimed and handed back)."""
         if limit <= 0:
             return [], None
         now = now or utcnow()
@@ -225,15 +233,35 @@ class Outbox(OutboxMarks, OutboxReads):
         next_due: float | None = None
         async with self.db.write() as conn:
             rows = (await conn.execute(query, {"p_now": now, "p_limit": limit})).all()
-            if rows:
-                claimed = await self._take(conn, rows, token, now, expires)
-                if len(rows) < limit:
-                    next_due = seconds_until([rows[0].next_free, rows[0].next_end], now)
-            else:
+            taken = await self._defer_refused(conn, rows, admit, now) if admit else rows
+            if taken:
+                claimed = await self._take(conn, taken, token, now, expires)
+            if rows and len(rows) < limit:
+                next_due = seconds_until([rows[0].next_free, rows[0].next_end], now)
+            elif not rows:
                 next_due = await self._next_due(conn, now)
         if claimed:
             log.debug("event=outbox_claimed owner=%s rows=%d", owner, len(claimed))
         return claimed, next_due
+
+    @staticmethod
+    async def _defer_refused(
+        conn: AsyncConnection, rows: Sequence[Any], admit: Admit, now: datetime
+    ) -> list[Any]:
+        """The rows `admit` takes; the others are made due again when it says (one
+        statement for all of them)."""
+        taken: list[Any] = []
+        deferred: list[dict[str, Any]] = []
+        for r in rows:
+            retry_in = admit(outbox_row(r._mapping))
+            if retry_in is None:
+                taken.append(r)
+            else:
+                retry_at = now + timedelta(seconds=max(0.0, retry_in))
+                deferred.append({"p_key": r.key, "p_retry_at": retry_at, "p_now": now})
+        if deferred:
+            await conn.execute(sql.defer_rows(), deferred)
+        return taken
 
     async def _take(
         self,

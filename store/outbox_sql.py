@@ -162,6 +162,21 @@ def take_rows() -> sa.Update:
 
 
 @functools.cache
+def defer_rows() -> sa.Update:
+    """Rows a claim left for their pace come back at their slot (params, per row: p_key,
+    p_retry_at, p_now); like a hand-back (`mark_failed`), without a claim to give back."""
+    return (
+        ob.update()
+        .where(ob.c.key == KEY, ob.c.state == PENDING, claim_free(NOW))
+        .values(
+            next_attempt_at=param("retry_at", ob.c.next_attempt_at),
+            last_error="paced",
+            updated_at=NOW,
+        )
+    )
+
+
+@functools.cache
 def next_due() -> sa.Select[Any]:
     """The next due times alone (param: p_now), for a claim that found no row."""
     return sa.select(*next_due_columns(NOW))

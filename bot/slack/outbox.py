@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -96,6 +97,8 @@ class OutboxDispatcher(RowSender):
         self._last_sweep = 0.0
         self._calling: set[str] = set()  # rows whose send made a Web API call (until done)
         self._pacing = 0  # rows waiting for their pace (they hold no slot)
+        self._admitted: Counter[tuple[str, str]] = Counter()  # per bucket, in this claim
+        self._paced_in: float | None = None  # the soonest a row this claim left comes back
         self._claim_wanted = True  # something may be due: a put, a post, a freed slot
         self._backlog = False  # the last claim filled every free slot: more may be due
         self._due_at = 0.0  # (monotonic) when the next row nobody holds becomes due
@@ -271,18 +274,26 @@ class OutboxDispatcher(RowSender):
         )
 
     async def run_once(self) -> tuple[int, float | None]:
-        """Claim what is due (up to the free slots) and start sending it; returns how many,
-        and the seconds until the next row becomes due (None: unknown or none)."""
+        """Claim what is due (up to the free slots) and start sending it; returns how many
+        due rows it found (claimed, or left for their pace: `admit`), and the seconds until
+        the next row becomes due (None: unknown or none)."""
         free = self._free_slots()
         if free <= 0:
             return 0, None
         claimed_at = time.monotonic()  # before the claim: the lease is measured from here
-        rows, due_in = await self.outbox.claim(self.owner, free, lease_seconds=self.lease_seconds)
+        self._admitted.clear()
+        self._paced_in = None
+        paced_before = self.stats.paced
+        rows, due_in = await self.outbox.claim(
+            self.owner, free, lease_seconds=self.lease_seconds, admit=self.admit
+        )
         for row in rows:
             task = asyncio.create_task(self._send(row, claimed_at), name=f"out:{row.key}")
             self._inflight.add(task)
             task.add_done_callback(self._sent)
-        return len(rows), due_in
+        if self._paced_in is not None:
+            due_in = self._paced_in if due_in is None else min(due_in, self._paced_in)
+        return len(rows) + self.stats.paced - paced_before, due_in
 
     def _sent(self, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)

@@ -44,6 +44,8 @@ class OutboxStats:
     expired: int = 0  # ephemerals and response_url answers dropped past their expiry
     failed: int = 0  # rows given up (Slack refused them for good)
     outage_errors: int = 0
+    paced: int = 0  # due rows a claim left for their pace (due again at their slot)
+    released: int = 0  # claimed rows handed back unsent (paced after all, Slack down, ...)
 
     @property
     def ratelimited_total(self) -> int:
@@ -56,6 +58,16 @@ class Released(Exception):
     def __init__(self, retry_in: float) -> None:
         super().__init__(retry_in)
         self.retry_in = retry_in
+
+
+def likely_method(row: OutboxRow) -> str | None:
+    """The paced call a claimed row would make first, where that is plain: a message's
+    update, or the post of one that never may have reached Slack (None: anything else)."""
+    if row.kind != "message" or row.payload.get("delete"):
+        return None
+    if row.ts is not None:
+        return "chat.update"
+    return None if row.unsure else "chat.postMessage"
 
 
 def bare_client(client: AsyncWebClient, timeout: float) -> AsyncWebClient:
@@ -92,6 +104,29 @@ class RowSender:
     _pacing: int
     _woken: asyncio.Event
     _stopping: bool
+    _admitted: Counter[tuple[str, str]]
+    _paced_in: float | None
+
+    def admit(self, row: OutboxRow) -> float | None:
+        """A claim's filter (`Outbox.claim`): None takes the row; else the seconds after which
+        it should come back, when the call it would make could not have its slot within
+        `max_pace_wait` (counting the rows this claim took before it). Claiming it only to
+        hand it back cost two writes and a claim more, about one per decision when
+        chat.update's budget is spent."""
+        method = likely_method(row)
+        team = row.team_id or ""
+        bucket = self.pacer.bucket_of(team, method, row.channel) if method else None
+        if method is None or bucket is None:
+            return None
+        if self.pacer.delay_after(team, method, row.channel, self._admitted[bucket]) <= (
+            self.max_pace_wait
+        ):
+            self._admitted[bucket] += 1
+            return None
+        self.stats.paced += 1
+        retry_in = self.pacer.defer(team, method, row.channel, self.max_pace_wait)
+        self._paced_in = retry_in if self._paced_in is None else min(self._paced_in, retry_in)
+        return retry_in
 
     def slot_freed(self, unblocked: bool = False) -> None:
         """(OutboxDispatcher) a send ended or waits for its pace; `unblocked`: it posted."""
@@ -110,6 +145,7 @@ class RowSender:
         try:
             ts, progress = await self._deliver(row, claimed_at)
         except Released as released:
+            self.stats.released += 1
             await self.outbox.mark_failed(
                 row.key,
                 _after(released.retry_in),

@@ -45,6 +45,11 @@ class Bucket:
         tat = max(self.tat, now)
         return max(0.0, tat - (self.burst - 1) / self.rate - now)
 
+    def delay_after(self, now: float, ahead: int) -> float:
+        """Seconds until a call may go once `ahead` more calls took their slots first."""
+        tat = max(self.tat, now) + ahead / self.rate
+        return max(0.0, tat - (self.burst - 1) / self.rate - now)
+
     def reserve(self, now: float) -> float:
         """Take the next slot; returns the seconds to wait for it."""
         wait = self.delay(now)
@@ -98,6 +103,18 @@ class Pacer:
         if bucket.delay(now) > max_wait:
             return None
         return bucket.reserve(now)
+
+    def delay_after(self, team: str, method: str, channel: str | None, ahead: int) -> float:
+        """The seconds a call would wait for its slot if `ahead` calls of its bucket were
+        reserved first (nothing is taken)."""
+        bucket = self._bucket(team, method, channel)
+        return 0.0 if bucket is None else bucket.delay_after(time.monotonic(), ahead)
+
+    def bucket_of(self, team: str, method: str, channel: str | None) -> tuple[str, str] | None:
+        """Which bucket a call is counted in (None: it is not paced)."""
+        if method == "chat.postMessage":
+            return (team, f"{method}:{channel}")
+        return (team, method) if method in METHOD_TIER else None
 
     def delay(self, team: str, method: str, channel: str | None) -> float:
         bucket = self._bucket(team, method, channel)

@@ -50,6 +50,31 @@ async def test_pacing_keeps_429s_low_with_slack_limits_on(
     assert sandbox.limits.calls["chat.update"] <= 2 * 16  # 48 changes, at most 32 updates
 
 
+async def test_updates_past_the_budget_are_left_for_their_pace_not_claimed(
+    outbox: Outbox, make_sandbox: SandboxFactory, make_dispatcher: DispatcherFactory
+) -> None:
+    """12 messages updated at once, past chat.update's burst (Tier 3: 4, then about 50 a
+    minute): a claim takes those whose slot comes within `max_pace_wait` and leaves the
+    others due at their slot, instead of claiming them to hand them back (two writes more
+    each). Every update lands once, in order of its slot, with no 429."""
+    sandbox = await make_sandbox(rate_limits=True)
+    dispatcher = await make_dispatcher(outbox, sandbox, max_pace_wait=1.0)
+    keys = [f"card:{i}" for i in range(12)]
+    for i, key in enumerate(keys):
+        await outbox.put(key, channel=f"C_{i}", text=f"{key} pending")
+    await dispatcher.drain(30)
+    for key in keys:
+        await outbox.put(key, text=f"{key} approved")
+    await dispatcher.drain(60)
+    for key in keys:
+        (message,) = with_key(all_messages(sandbox), key)
+        assert message["text"] == f"{key} approved"
+    assert sandbox.limits.calls["chat.update"] == 12
+    assert sandbox.limits.ratelimited_total == 0
+    assert dispatcher.stats.paced >= 6, dispatcher.stats
+    assert dispatcher.stats.released == 0, dispatcher.stats
+
+
 @pytest.mark.parametrize("mode", ["503", "refuse"])
 async def test_an_outage_then_every_message_once(
     mode: str, outbox: Outbox, make_sandbox: SandboxFactory, make_dispatcher: DispatcherFactory
