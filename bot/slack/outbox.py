@@ -97,8 +97,6 @@ class OutboxDispatcher(RowSender):
         self._last_sweep = 0.0
         self._calling: set[str] = set()  # rows whose send made a Web API call (until done)
         self._pacing = 0  # rows waiting for their pace (they hold no slot)
-        self._admitted: Counter[tuple[str, str]] = Counter()  # per bucket, in this claim
-        self._paced_in: float | None = None  # the soonest a row this claim left comes back
         self._claim_wanted = True  # something may be due: a put, a post, a freed slot
         self._backlog = False  # the last claim filled every free slot: more may be due
         self._due_at = 0.0  # (monotonic) when the next row nobody holds becomes due
@@ -281,8 +279,8 @@ class OutboxDispatcher(RowSender):
         if free <= 0:
             return 0, None
         claimed_at = time.monotonic()  # before the claim: the lease is measured from here
-        self._admitted.clear()
-        self._paced_in = None
+        self._admitted = Counter()  # rows this claim takes per bucket (`admit`)
+        self._paced_in = None  # the soonest a row this claim leaves comes back
         paced_before = self.stats.paced
         rows, due_in = await self.outbox.claim(
             self.owner, free, lease_seconds=self.lease_seconds, admit=self.admit

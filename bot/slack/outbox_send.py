@@ -104,8 +104,8 @@ class RowSender:
     _pacing: int
     _woken: asyncio.Event
     _stopping: bool
-    _admitted: Counter[tuple[str, str]]
-    _paced_in: float | None
+    _admitted: Counter[tuple[str, str]]  # set anew by each claim (run_once)
+    _paced_in: float | None = None
 
     def admit(self, row: OutboxRow) -> float | None:
         """A claim's filter (`Outbox.claim`): None takes the row; else the seconds after which

@@ -29,7 +29,9 @@ async def test_after_the_escalation_the_group_may_decide(h: Harness) -> None:
     card = h.cards()[0]
     await h.sandbox.click("U_MEMBER", "C_GENERAL", card["ts"], "approve")
     await h.sandbox.wait_for(lambda _: "Only <@U_APPROVER>" in ephemeral_text(h, "U_MEMBER"))
-    await h.sandbox.wait_for(lambda _: "Escalated" in h.thread_text(), timeout=10)
+    # the escalation's post and the card's update are two messages sent side by side: wait
+    # for the post itself (the card may show "Escalated to" a moment before it lands)
+    await h.sandbox.wait_for(lambda _: "*Escalated:*" in h.thread_text(), timeout=10)
     escalations = [m for m in h.thread() if "*Escalated:*" in message_text(m)]
     assert len(escalations) == 1 and "<@U_MEMBER>" in message_text(escalations[0])
 
