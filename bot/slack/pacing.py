@@ -79,17 +79,16 @@ class Pacer:
         self._buckets: dict[tuple[str, str], Bucket] = {}
 
     def _bucket(self, team: str, method: str, channel: str | None) -> Bucket | None:
-        if method == "chat.postMessage":
-            key = (team, f"{method}:{channel}")
-            rate, burst = POST_PER_SECOND, POST_BURST
-        elif method in METHOD_TIER:
-            key = (team, method)
-            tier = METHOD_TIER[method]
-            rate, burst = TIER_PER_MINUTE[tier] / 60.0, TIER_BURST[tier]
-        else:
+        key = self.bucket_of(team, method, channel)
+        if key is None:
             return None
         bucket = self._buckets.get(key)
         if bucket is None:
+            if method == "chat.postMessage":
+                rate, burst = POST_PER_SECOND, POST_BURST
+            else:
+                tier = METHOD_TIER[method]
+                rate, burst = TIER_PER_MINUTE[tier] / 60.0, TIER_BURST[tier]
             bucket = self._buckets[key] = Bucket(rate * self.share, burst)
         return bucket
 
