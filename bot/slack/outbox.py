@@ -96,7 +96,7 @@ class OutboxDispatcher(RowSender):
         self._listener: Any = None
         self._last_sweep = 0.0
         self._calling: set[str] = set()  # rows whose send made a Web API call (until done)
-        self._pacing = 0  # rows waiting for their pace (they hold no slot)
+        self._pacing: set[asyncio.Task[Any]] = set()  # sends waiting for their pace (no slot)
         self._claim_wanted = True  # something may be due: a put, a post, a freed slot
         self._backlog = False  # the last claim filled every free slot: more may be due
         self._due_at = 0.0  # (monotonic) when the next row nobody holds becomes due
@@ -143,6 +143,8 @@ class OutboxDispatcher(RowSender):
                 self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
             self._loop_task = None
+        for waiting in self._pacing:  # nothing sent yet: handed back at once ("stopped")
+            waiting.cancel()
         if self._inflight:
             await asyncio.wait(set(self._inflight), timeout=grace)
         await self.abort()
@@ -266,7 +268,7 @@ class OutboxDispatcher(RowSender):
     def _free_slots(self) -> int:
         """Rows waiting for their pace (a burst in one channel) do not hold the slots other
         channels' rows are sent in; claimed rows stay bounded all the same."""
-        sending = len(self._inflight) - self._pacing
+        sending = len(self._inflight) - len(self._pacing)
         return min(
             self.concurrency - sending, PACED_PER_SLOT * self.concurrency - len(self._inflight)
         )

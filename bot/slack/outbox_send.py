@@ -101,7 +101,7 @@ class RowSender:
     _down_until: float
     _down_backoff: float
     _calling: set[str]
-    _pacing: int
+    _pacing: set[asyncio.Task[Any]]
     _woken: asyncio.Event
     _stopping: bool
     _admitted: Counter[tuple[str, str]]  # set anew by each claim (run_once)
@@ -365,12 +365,16 @@ class RowSender:
         if wait is None:
             raise Released(self.pacer.defer(team, method, row.channel, self.max_pace_wait))
         if wait > 0:  # waiting for its pace holds no slot: others are claimed meanwhile
-            self._pacing += 1
+            waiting = asyncio.current_task()
+            assert waiting is not None
+            self._pacing.add(waiting)
             self.slot_freed()
             try:
                 await asyncio.sleep(wait)
             finally:
-                self._pacing -= 1
+                self._pacing.discard(waiting)
+            if self._stopping:  # stop() came while it waited: sent by whoever runs next
+                raise Released(0.0)
 
 
 def _after(seconds: float) -> datetime:

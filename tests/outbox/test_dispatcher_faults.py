@@ -75,6 +75,31 @@ async def test_updates_past_the_budget_are_left_for_their_pace_not_claimed(
     assert dispatcher.stats.released == 0, dispatcher.stats
 
 
+async def test_a_stopping_dispatcher_hands_back_the_sends_waiting_for_their_pace_at_once(
+    outbox: Outbox, make_sandbox: SandboxFactory, make_dispatcher: DispatcherFactory
+) -> None:
+    """Ten posts in one channel (about one a second there): a stop does not sit out the
+    pace of those still waiting for their slot (they have sent nothing); they go back to
+    the outbox at once, and the next dispatcher posts each of them once."""
+    sandbox = await make_sandbox(rate_limits=True)
+    first = await make_dispatcher(outbox, sandbox, max_pace_wait=5.0)
+    keys = [f"root:{i}" for i in range(10)]
+    for key in keys:
+        await outbox.put(key, channel="C_A", text=key)
+    await sandbox.wait_for(lambda sb: len(sb.calls_to("chat.postMessage")) >= 1, timeout=5)
+    started = time.monotonic()
+    await first.stop(grace=5.0)
+    took = time.monotonic() - started
+    assert took < 1.0, took
+    posted = len(sandbox.calls_to("chat.postMessage"))
+    assert posted < len(keys)  # some were still waiting for their slot
+    second = await make_dispatcher(outbox, sandbox)
+    await second.drain(30)
+    for key in keys:  # (the new dispatcher's pace starts afresh: a 429 or so may come)
+        assert len(with_key(all_messages(sandbox), key)) == 1, key
+    assert second.stats.adopted == 0  # none handed back was unsure: nothing had been sent
+
+
 @pytest.mark.parametrize("mode", ["503", "refuse"])
 async def test_an_outage_then_every_message_once(
     mode: str, outbox: Outbox, make_sandbox: SandboxFactory, make_dispatcher: DispatcherFactory
