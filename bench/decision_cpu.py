@@ -6,6 +6,7 @@
     python bench/decision_cpu.py --decisions 50 --concurrent 100 --top 40 --out out.json
     python bench/decision_cpu.py --smoke --out out.json   # a check that it runs (SQLite, < 30 s)
     BENCH_SQL_WHERE=1 python bench/decision_cpu.py ...   # also count statements by caller ("@ ...")
+    BENCH_SQL_WHERE=6 python bench/decision_cpu.py ...   # ... by their six nearest callers
     BENCH_KEEP_PROFILE=/tmp/bot.prof python bench/decision_cpu.py ...   # keep the cProfile dump
 
 Processes on 127.0.0.1, as in `bench/run.py`: the fake model (`tool-then-text` on `deploy`),
@@ -70,23 +71,34 @@ ROLES = ("both", "inprocess")
 
 # -- the bot, with a profiler and counters ---------------------------------------------------
 def _count_callers(sql: Any) -> None:
-    """With `BENCH_SQL_WHERE=1`, also count each statement under "@ " and its callers."""
+    """Count the statements compiled anew; with `BENCH_SQL_WHERE=N`, also each statement under
+    "@ " and its callers (the nearest N, at least 3)."""
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    if os.environ.get("BENCH_SQL_WHERE"):
-        event.listen(Engine, "before_cursor_execute", lambda *_: sql.update(["@ " + _caller()]))
+    def count_compiled(*args: Any) -> None:
+        """Statements SQLAlchemy compiled anew (not from its cache), by why."""
+        hit = getattr(args[4], "cache_hit", None)
+        if hit is not None and getattr(hit, "name", "") != "CACHE_HIT":
+            sql[f"(compiled: {getattr(hit, 'name', hit)})"] += 1
+
+    event.listen(Engine, "before_cursor_execute", count_compiled)
+    if where := os.environ.get("BENCH_SQL_WHERE"):
+        depth = max(3, int(where) if where.isdigit() else 3)
+        event.listen(
+            Engine, "before_cursor_execute", lambda *_: sql.update(["@ " + _caller(depth)])
+        )
 
 
-def _caller() -> str:
-    """Where a statement comes from: the nearest three bot/store frames of the coroutine that
-    awaits it (SQLAlchemy runs statements on a greenlet: its parent holds the caller)."""
+def _caller(depth: int = 3) -> str:
+    """Where a statement comes from: the nearest `depth` bot/store frames of the coroutine
+    that awaits it (SQLAlchemy runs statements on a greenlet: its parent holds the caller)."""
     import greenlet
 
     current = greenlet.getcurrent()
     frame = current.parent.gr_frame if current.parent is not None else sys._getframe(2)
     where: list[str] = []
-    while frame is not None and len(where) < 3:
+    while frame is not None and len(where) < depth:
         name = frame.f_code.co_filename
         if ("/store/" in name or "/bot/" in name) and not name.endswith("store/db.py"):
             where.append(f"{Path(name).name}:{frame.f_code.co_name}")

@@ -83,3 +83,28 @@ async def test_a_newcomer_goes_before_the_first_turns_of_a_bursts_people() -> No
     go.set()
     await asyncio.gather(*burst, newcomer)
     assert order.index("new") == 2  # right after the two under way
+
+
+async def test_a_task_in_its_turn_asking_again_goes_on_in_it_and_its_children_do_not() -> None:
+    """A click's listener takes a turn after its ack; the decision it records asks again:
+    it goes on (one slot, no deadlock). A task it starts is not in its turn: it waits."""
+    gate = FairGate(1)
+    order: list[str] = []
+
+    async def child() -> None:
+        async with gate.turn(None, "U_A"):
+            order.append("child")
+
+    async def click() -> None:
+        async with gate.turn(None, "U_A"):
+            spawned = asyncio.create_task(child())
+            async with gate.turn(None, "U_A"):  # the decision's own turn
+                order.append("decision")
+            await asyncio.sleep(0.01)
+            order.append("click done")
+        await spawned
+
+    await asyncio.wait_for(click(), timeout=2)
+    assert order == ["decision", "click done", "child"]
+    async with gate.turn(None, "U_B"):  # every slot is free again
+        pass

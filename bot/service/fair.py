@@ -19,6 +19,7 @@ import itertools
 from collections import Counter, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 
 Line = tuple[str, str]
 """(channel, person): one line of waiting turns, first come first served."""
@@ -26,7 +27,8 @@ Line = tuple[str, str]
 
 class FairGate:
     """`async with gate.turn(channel, person):` runs the block when a slot is free and no one
-    with fewer turns is waiting."""
+    with fewer turns is waiting. A task holding a turn that asks for another (a click's
+    listener took one after its ack; the decision it records asks again) goes on in it."""
 
     def __init__(self, slots: int) -> None:
         if slots < 1:
@@ -40,6 +42,9 @@ class FairGate:
         self._order = itertools.count()
         self._turns: Counter[str] = Counter()  # by "p:" person and "c:" channel, while waiting
         self._waiting: Counter[str] = Counter()
+        self._holder: ContextVar[asyncio.Task[object] | None] = ContextVar(
+            f"fair_gate_{id(self)}", default=None
+        )
 
     @property
     def waiting(self) -> int:
@@ -47,10 +52,16 @@ class FairGate:
 
     @asynccontextmanager
     async def turn(self, channel: str | None, person: str | None) -> AsyncIterator[None]:
+        task: asyncio.Task[object] | None = asyncio.current_task()
+        if task is not None and self._holder.get() is task:  # in its turn already
+            yield
+            return
         await self._acquire((channel or "", person or ""))
+        held = self._holder.set(task)
         try:
             yield
         finally:
+            self._holder.reset(held)
             self._release()
 
     def _key(self, line: Line) -> tuple[int, int, int]:

@@ -80,9 +80,9 @@ class Service:
         self._wire_runs()
         self._wire_people()
         self.events.subscribe(RunReady, self._run_ready)
-        # Work after an ack (starting a run, recording a decision): a burst queues here, in
-        # fair turns per channel and person, not crowding the loop that must answer Slack.
-        self._intake = FairGate(max(2, min(8, settings.max_active_runs)))
+        # Work after an ack (starting a run, a click's or a form's whole work: intake.py): a
+        # burst queues here, in fair turns per channel and person, not crowding the loop.
+        self.intake_turns = FairGate(max(2, min(8, settings.max_active_runs)))
 
     def _wire_runs(self) -> None:
         store, settings = self.store, self.settings
@@ -198,7 +198,7 @@ class Service:
         agent = command.agent
         assert agent is not None
         actor = Actor(user_id=requester, team_id=team_id)
-        async with self._intake.turn(channel_id, requester):  # its reads and root too
+        async with self.intake_turns.turn(channel_id, requester):  # its reads and root too
             if run_id and (existing := await self.store.runs.get(run_id)):
                 return Outcome("started", run=existing)
             refusal = await self.gate.check_person(
@@ -332,7 +332,7 @@ class Service:
     ) -> Outcome:
         """Record a decision; `standing`: an approval that also allows the tool in the
         request's thread for the time its policy says (a standing approval)."""
-        async with self._intake.turn(None, actor.user_id):
+        async with self.intake_turns.turn(None, actor.user_id):
             return await self.decider.decide(
                 request_id,
                 actor,

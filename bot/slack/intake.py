@@ -12,6 +12,7 @@ and `done` is replayed by `IntakeReplayer` (bot/slack/intake_replay.py) through 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import json
@@ -51,6 +52,11 @@ PERSON_SUBTYPES: Final = (None, "thread_broadcast")
 
 WAIT_FOR_SLACK: Final = 5.0
 """Seconds before an interaction that needed Slack while it was away is replayed."""
+
+IN_TURN: Final = ("action:", "view:")
+"""Keys of the interactions whose whole work after the ack waits for its person's fair turn
+(`Service.intake_turns`, bot/service/fair.py), its reads included; a command takes its turn
+(by channel and person) where it starts its run."""
 
 RUN_IDS: Final = uuid.UUID("5a750000-0000-4000-8000-000000000022")
 
@@ -221,6 +227,9 @@ def recorded(listener: Callable[..., Awaitable[None]]) -> Callable[..., Awaitabl
             return
         hold = _Hold(recorder, key)
         result: dict[str, Any] = {"ok": True}
+        turn = _TurnAfterAck(kwargs.get("ack"), context, kwargs.get("body"))
+        if turn.ack is not None and key.startswith(IN_TURN):
+            kwargs["ack"] = turn
         try:
             await listener(**kwargs)
         except asyncio.CancelledError:  # the process is stopping: the row is replayed
@@ -234,11 +243,40 @@ def recorded(listener: Callable[..., Awaitable[None]]) -> Callable[..., Awaitabl
             result = {"error": type(exc).__name__}
             raise
         finally:
+            await turn.end()
             hold.cancel()
             if result:
                 await recorder.finished(key, result)
 
     return wrapper
+
+
+class _TurnAfterAck:
+    """A click's or a form's `ack`: once Slack has its answer, the work that follows waits
+    for its person's turn (`Service.intake_turns`), so the acks of clicks arriving meanwhile
+    are not queued on the event loop behind the reads and writes of every click before them
+    (the work goes as fast: the loop does one thing at a time anyway), and one person's burst
+    does not hold up the others."""
+
+    def __init__(self, ack: Any, context: AsyncBoltContext, body: Any) -> None:
+        self.ack, self.context = ack, context
+        user = (body or {}).get("user") if isinstance(body, dict) else None
+        self.person = str(user.get("id") or "") if isinstance(user, dict) else None
+        self.held = contextlib.AsyncExitStack()
+        self.taken = False
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from bot.slack.listeners.common import SERVICE_KEY  # (the listeners import this)
+
+        answered = await self.ack(*args, **kwargs)
+        service = self.context.get(SERVICE_KEY)
+        if self.person is not None and service is not None and not self.taken:
+            self.taken = True
+            await self.held.enter_async_context(service.intake_turns.turn(None, self.person))
+        return answered
+
+    async def end(self) -> None:
+        await self.held.aclose()
 
 
 class _Hold:
