@@ -227,7 +227,7 @@ def recorded(listener: Callable[..., Awaitable[None]]) -> Callable[..., Awaitabl
             return
         hold = _Hold(recorder, key)
         result: dict[str, Any] = {"ok": True}
-        turn = _TurnAfterAck(kwargs.get("ack"), context, kwargs.get("body"))
+        turn = _TurnAfterAck(kwargs.get("ack"), context, kwargs.get("body") or {})
         if turn.ack is not None and key.startswith(IN_TURN):
             kwargs["ack"] = turn
         try:
@@ -258,21 +258,20 @@ class _TurnAfterAck:
     (the work goes as fast: the loop does one thing at a time anyway), and one person's burst
     does not hold up the others."""
 
-    def __init__(self, ack: Any, context: AsyncBoltContext, body: Any) -> None:
-        self.ack, self.context = ack, context
-        user = (body or {}).get("user") if isinstance(body, dict) else None
-        self.person = str(user.get("id") or "") if isinstance(user, dict) else None
+    def __init__(self, ack: Any, context: AsyncBoltContext, body: dict[str, Any]) -> None:
+        self.ack, self.context, self.body = ack, context, body
         self.held = contextlib.AsyncExitStack()
         self.taken = False
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from bot.slack.listeners.common import SERVICE_KEY  # (the listeners import this)
+        from bot.slack.listeners.common import SERVICE_KEY, actor_from  # (they import this)
 
         answered = await self.ack(*args, **kwargs)
         service = self.context.get(SERVICE_KEY)
-        if self.person is not None and service is not None and not self.taken:
+        if service is not None and not self.taken:
             self.taken = True
-            await self.held.enter_async_context(service.intake_turns.turn(None, self.person))
+            person = actor_from(self.body).user_id
+            await self.held.enter_async_context(service.intake_turns.turn(None, person))
         return answered
 
     async def end(self) -> None:

@@ -13,6 +13,7 @@ from slack_bolt.async_app import AsyncBoltContext
 from bot.sandbox import GENERAL
 from bot.slack.ids import ActionId
 from bot.slack.intake import RecordIntake, recorded, use_intake
+from bot.slack.listeners.common import SERVICE_KEY
 from tests.slack_listeners.helpers import world
 
 SLOTS = 8  # max(2, min(8, max_active_runs)): the default allows 200 runs at once
@@ -32,7 +33,7 @@ async def test_clicks_are_acked_at_once_and_worked_in_fair_turns(tmp_path: Path)
             working.append(person)
             most = max(most, len(working) - len(done))
             # the decision it records asks for a turn too: it goes on in its own
-            async with context["sayso_service"].intake_turns.turn(None, person):
+            async with context[SERVICE_KEY].intake_turns.turn(None, person):
                 await release.wait()
             done.append(person)
 
