@@ -133,7 +133,9 @@ class StoreStateAccessor:
                 policies.append((p, await maybe_await(self.policy(result, p))))
         now = utcnow()
         state = result.model_dump_json()
-        async with self.db.write() as conn:
+        # a save between pauses is one statement (the fenced write): no transaction around it
+        single = pause is None and run.status not in ENDED_RUN_STATUSES
+        async with self.db.write(single=single) as conn:
             old = await self._old_row(conn, run.id) if _needs_old_row(pause) else None
             seq = _pause_seq(pause, old) if pause is not None else None
             running = run.status == "running"  # a save is also a heartbeat

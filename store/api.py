@@ -34,7 +34,7 @@ from store.api_keys import (
 from store.audit import add_audit
 from store.db import Database, param
 from store.records import ANYONE, ApprovalRequestRecord, RunRecord
-from store.requests import _one
+from store.requests import _one, request_record
 from store.runs import RUN_BY_ID, run_record
 from store.schema import api_requests, runs
 from store.schema import approval_requests as req
@@ -130,8 +130,8 @@ class StoredApiRequest:
 
 # Built once; each execution gives the columns' values as parameters (a create is hot: about
 # 20 a second at concurrency 20 in bench/api.py).
-_INSERT_RUN = runs.insert()
-_INSERT_REQUEST = req.insert()
+_INSERT_RUN = runs.insert().returning(*runs.c)  # the records come back with the inserts
+_INSERT_REQUEST = req.insert().returning(*req.c)
 _INSERT_API_REQUEST = api_requests.insert()
 _INSERT_APPROVER = ra.insert()
 
@@ -161,7 +161,7 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
     run_id, request_id = uuid.uuid4().hex, uuid.uuid4().hex
     try:
         async with db.write() as conn:
-            await conn.execute(
+            run_row = await conn.execute(
                 _INSERT_RUN,
                 dict(
                     id=run_id,
@@ -179,7 +179,7 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
                     version=1,
                 ),
             )
-            await conn.execute(
+            request_row = await conn.execute(
                 _INSERT_REQUEST,
                 dict(
                     id=request_id,
@@ -218,9 +218,8 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
                     body_hash=digest,
                 ),
             )
-            request = await _one(conn, request_id)
-            assert request is not None  # written by this transaction
-            run = (await conn.execute(RUN_BY_ID, {"p_run_id": run_id})).one()
+            request = request_record(request_row.one(), principals)
+            run = run_record(run_row.one())
             # last: the audit chain's head stays locked from here to the commit, and every
             # audited write waits for it
             await add_audit(
@@ -242,7 +241,7 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
         if found is None:
             raise
         return found, None
-    return request_id, StoredApiRequest(request, run_record(run), True)
+    return request_id, StoredApiRequest(request, run, True)
 
 
 async def key_owns_thread(db: Database, key_name: str, channel_id: str, thread_ts: str) -> bool:

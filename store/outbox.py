@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -107,6 +108,8 @@ class Outbox(OutboxMarks, OutboxReads):
         expires_in: float | None = None,
         delay: float = 0.0,
         only: str | None = None,
+        while_running: str | None = None,
+        fresh: bool = False,
         conn: AsyncConnection | None = None,
     ) -> int:
         """Set the latest desired state of `key`; returns its version (0: nothing written,
@@ -120,14 +123,12 @@ class Outbox(OutboxMarks, OutboxReads):
         writes only a row that does not exist yet (a card is put once), `only="existing"`
         only one that does (an update of a message that may never have been shown). With
         `conn`, the put joins the caller's transaction (the caller wakes the dispatcher:
-        `wake(key)`)."""
+        `wake(key)`). `while_running` (a run's id): only an existing row, and only while that
+        run is running (a state held a while, which a newer one from elsewhere may replace).
+        `fresh`: the row is most likely new (its insert is tried first)."""
         if kind not in KINDS:
             raise ValueError(f"unknown outbox kind {kind!r} (one of {', '.join(KINDS)})")
-        body = dict(payload or {})
-        if text is not None:
-            body["text"] = text
-        if blocks is not None:
-            body["blocks"] = blocks
+        body = {**(payload or {}), **_given(text=text, blocks=blocks)}
         target = {
             "kind": kind,
             "team_id": team,
@@ -137,7 +138,9 @@ class Outbox(OutboxMarks, OutboxReads):
             "after_key": after,
             "user_id": user,
         }
-        put = Put(key, target, body, expires_in, delay, only)
+        if while_running is not None:
+            only = "existing"
+        put = Put(key, target, body, expires_in, delay, only, while_running, fresh)
         if conn is not None:
             return (await self._put(conn, put)).version
         async with self.db.write(single=True) as own:  # each statement is sound on its own
@@ -157,11 +160,15 @@ class Outbox(OutboxMarks, OutboxReads):
         now = utcnow()
         expires = now + timedelta(seconds=put.expires_in) if put.expires_in is not None else None
         due_at = now + timedelta(seconds=put.delay)
+        if put.fresh and put.only is None:
+            return await self._insert(conn, replace(put, fresh=False), now, due_at, expires)
         if put.only != "new":
             named = frozenset(c for c, v in put.target.items() if v is not None and c != "kind")
-            statement = sql.put_update(named, expires is not None)
+            statement = sql.put_update(named, expires is not None, put.run is not None)
             params = sql.put_params(put.key, put.body, put.target, now=now, next=due_at)
             params["p_expires"] = expires
+            if put.run is not None:
+                params["p_run"] = put.run
             updated = (await conn.execute(statement, params)).first()
             if updated is not None:
                 return Stored(int(updated.version), due_in(updated, now))
@@ -335,6 +342,10 @@ class Outbox(OutboxMarks, OutboxReads):
                 on_due(key, due_in)
             except Exception:  # a subscriber's bug must not fail the put
                 log.exception("event=outbox_wake_failed key=%s", key)
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def _nobody() -> bool:

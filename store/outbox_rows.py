@@ -132,6 +132,10 @@ class Put:
     expires_in: float | None
     delay: float
     only: str | None
+    run: str | None = None
+    """Put only while this run is running (`while_running`)."""
+    fresh: bool = False
+    """The row is most likely new: its insert is tried first (one statement, not two)."""
 
 
 CARD_UPDATES_FIRST = sa.case((sa.and_(ob.c.key.like("card:%"), ob.c.ts.is_not(None)), 0), else_=1)

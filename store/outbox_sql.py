@@ -24,6 +24,7 @@ from store.outbox_rows import (
     held,
     next_due_columns,
 )
+from store.schema import runs
 from store.schema import slack_outbox as ob
 
 TARGETS = ("team_id", "channel", "thread_ts", "thread_key", "after_key", "user_id")
@@ -36,9 +37,12 @@ CLAIM = param("claim", ob.c.claim_token)
 
 
 @functools.cache
-def put_update(targets: frozenset[str], with_expiry: bool) -> sa.Update:
+def put_update(
+    targets: frozenset[str], with_expiry: bool, while_running: bool = False
+) -> sa.Update:
     """The update of an existing row by a put naming `targets` (params: p_key, p_payload,
-    p_now, p_next: its due time when nothing was pending, p_expires, p_<target>)."""
+    p_now, p_next: its due time when nothing was pending, p_expires, p_<target>);
+    `while_running`: only while the run p_run is running (else no row)."""
     idle = ob.c.state != PENDING  # nothing was pending: due at p_next
     values: dict[str, Any] = {
         "payload": param("payload", ob.c.payload),
@@ -58,11 +62,13 @@ def put_update(targets: frozenset[str], with_expiry: bool) -> sa.Update:
         values[column] = sa.case(
             (ob.c.ts.is_(None), param(column, ob.c[column])), else_=ob.c[column]
         )
-    return (
-        ob.update()
-        .where(ob.c.key == KEY)
-        .values(**values)
-        .returning(ob.c.version, ob.c.next_attempt_at, ob.c.claim_expires_at)
+    statement = ob.update().where(ob.c.key == KEY)
+    if while_running:
+        statement = statement.where(
+            sa.exists().where(runs.c.id == param("run", runs.c.id), runs.c.status == "running")
+        )
+    return statement.values(**values).returning(
+        ob.c.version, ob.c.next_attempt_at, ob.c.claim_expires_at
     )
 
 

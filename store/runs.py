@@ -194,7 +194,7 @@ def _ours(lease: Lease) -> sa.ColumnElement[bool]:
 
 async def renew(db: Database, lease: Lease, *, lease_seconds: float) -> bool:
     expires = utcnow() + timedelta(seconds=lease_seconds)
-    async with db.write() as conn:
+    async with db.write(single=True) as conn:
         result = await conn.execute(
             runs.update().where(_ours(lease)).values(lease_expires_at=expires)
         )
@@ -205,7 +205,7 @@ async def renew(db: Database, lease: Lease, *, lease_seconds: float) -> bool:
 
 
 async def release(db: Database, lease: Lease) -> None:
-    async with db.write() as conn:
+    async with db.write(single=True) as conn:
         await conn.execute(
             runs.update().where(_ours(lease)).values(lease_owner=None, lease_expires_at=None)
         )
@@ -281,7 +281,7 @@ _MARK_SHOWN = (
 
 async def mark_shown(db: Database, run_id: str, version: int) -> None:
     """The run's end, as saved at `version`, was put to Slack (a later save is shown anew)."""
-    async with db.write() as conn:
+    async with db.write(single=True) as conn:
         await conn.execute(_MARK_SHOWN, {"p_run_id": run_id, "p_version": version})
 
 

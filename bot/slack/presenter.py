@@ -36,10 +36,11 @@ from bot.service.ports import (
 from bot.service.registry import AgentRegistry
 from bot.slack.blocks import cards, messages
 from bot.slack.blocks import standing as standing_blocks
-from bot.slack.blocks.status import checklist, status_message
+from bot.slack.blocks.status import status_message
 from bot.slack.channels import ChannelCheck
 from bot.slack.home_refresh import HomeRefresher, home_builder
 from bot.slack.render import card_info, run_info, run_steps
+from bot.slack.root_message import HeldRoots, root_with_checklist
 from bot.slack.streaming import AnswerStream
 from bot.slack.writes import Writes, tag
 from store import ApprovalRequestRecord, RunRecord, StandingApproval
@@ -65,6 +66,7 @@ class SlackPresenter:
         self._streams: dict[str, AnswerStream] = {}
         self._shown: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._session: aiohttp.ClientSession | None = None
+        self.held_roots = HeldRoots(self.writes.while_running, STATUS_DEBOUNCE)
 
     def attach(self, service: Service) -> None:
         """App Home shows the service's inbox: refreshed (coalesced) after the changes that
@@ -90,6 +92,7 @@ class SlackPresenter:
             self.client.session = self._session
 
     async def close(self) -> None:
+        await self.held_roots.close()
         if self.homes is not None:
             await self.homes.close()
         if self._session is not None:
@@ -138,13 +141,19 @@ class SlackPresenter:
 
     async def update_root(self, run: RunRecord) -> None:
         """The run's root message shows its status and live checklist (debounced: changes
-        within a second are one update; the newest state wins)."""
+        within a second are one update; the newest state wins; a running run's are held here,
+        bot/slack/root_message.py)."""
         if not (run.channel_id and run.thread_ts and run.requester is not None):
             return
         key = f"root:{run.id}"
         message = root_with_checklist(run)
-        if self._remember(key, message):
-            await self.writes.message(key, run.channel_id, message, delay=STATUS_DEBOUNCE)
+        if not self._remember(key, message):
+            return
+        if run.status == "running":
+            self.held_roots.later(key, run.channel_id, message, run.id)
+            return
+        await self.held_roots.drop(key)
+        await self.writes.message(key, run.channel_id, message, delay=STATUS_DEBOUNCE)
 
     async def _show_checklist(self, run: RunRecord) -> None:
         """A follow-up run has no root of its own: its checklist is a message in the thread."""
@@ -371,15 +380,6 @@ class SlackPresenter:
     async def refresh_home(self, user_id: str) -> None:
         if self.homes is not None:
             await self.homes.changed(user_id)
-
-
-def root_with_checklist(run: RunRecord) -> dict[str, Any]:
-    """The root message; while the run is live its status shows the whole checklist."""
-    info = run_info(run)
-    steps = run_steps(run.result)
-    if info.activity is not None and len(steps) > 1:
-        info = replace(info, activity=checklist(steps))
-    return messages.root_message(info)
 
 
 class _Thread(TypedDict, total=False):

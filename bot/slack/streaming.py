@@ -102,7 +102,12 @@ class AnswerStream:
         if final is not None:
             payload.update(final, final=True)
         await self.outbox.put(
-            self.key, kind="stream", channel=self.channel, thread_ts=self.thread_ts, payload=payload
+            self.key,
+            kind="stream",
+            channel=self.channel,
+            thread_ts=self.thread_ts,
+            payload=payload,
+            fresh=self._put_len < 0,  # no row for this response yet (unless shown before a crash)
         )
         self._put_len = len(self._text)
         self._since = time.monotonic()

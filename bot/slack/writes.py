@@ -59,6 +59,12 @@ class Writes:
             only=only,
         )
 
+    async def while_running(
+        self, key: str, channel: str, message: dict[str, Any], run_id: str
+    ) -> int:
+        """Put the latest state of a message that exists, only while the run is running."""
+        return await self.outbox.put(key, channel=channel, payload=message, while_running=run_id)
+
     async def exists(self, key: str) -> bool:
         return await self.outbox.get(key) is not None
 

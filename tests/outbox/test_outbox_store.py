@@ -248,3 +248,39 @@ async def test_card_updates_are_claimed_before_other_rows(outbox: Outbox) -> Non
     claimed = [row.key for row in await outbox.claim_due("d", limit=4)]
     assert sorted(claimed[:2]) == ["card:q1", "card:q2"]
     assert "card:q3" not in claimed
+
+
+async def test_a_held_state_is_put_only_while_its_run_is_running(
+    outbox: Outbox, db: Database
+) -> None:
+    from store.cancel import cancel_run
+    from store.runs import create_run
+
+    await create_run(
+        db,
+        owner="a",
+        lease_seconds=30,
+        run_id="r1",
+        agent_id="ops",
+        requester="U1",
+        team_id="T1",
+        channel_id="C1",
+        thread_ts="1.1",
+        request_text="deploy",
+    )
+    assert await outbox.put("root:r2", channel="C1", text="gone", while_running="r2") == 0
+    assert await outbox.get("root:r2") is None  # only a row that exists: never inserted
+    await outbox.put("root:r1", channel="C1", text="queued")
+    assert await outbox.put("root:r1", channel="C1", text="running", while_running="r1") == 2
+    await cancel_run(db, "r1", actor="U2", detail="stop")
+    await outbox.put("root:r1", channel="C1", text="cancelled")
+    assert await outbox.put("root:r1", channel="C1", text="running", while_running="r1") == 0
+    (row,) = await outbox.claim_due("a")
+    assert (row.version, row.payload["text"]) == (3, "cancelled")
+
+
+async def test_a_fresh_put_inserts_first_and_updates_a_row_that_exists(outbox: Outbox) -> None:
+    assert await outbox.put("answer:r1:0.0", channel="C1", text="a", fresh=True) == 1
+    assert await outbox.put("answer:r1:0.0", channel="C1", text="b", fresh=True) == 2
+    (row,) = await outbox.claim_due("a")
+    assert (row.version, row.payload["text"]) == (2, "b")
