@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from bot.agent.schema_tool import API_AGENT_PREFIX
 from bot.agent.util import utcnow
 from bot.agent.vocabulary import PauseKind, RequestKind
+from store.api_insert import NewRows, insert_rows
 from store.api_keys import (
     ApiKey,
     KeyPolicy,
@@ -128,17 +129,9 @@ class StoredApiRequest:
     created: bool
 
 
-# Built once; each execution gives the columns' values as parameters (a create is hot: about
-# 20 a second at concurrency 20 in bench/api.py).
-_INSERT_RUN = runs.insert().returning(*runs.c)  # the records come back with the inserts
-_INSERT_REQUEST = req.insert().returning(*req.c)
-_INSERT_API_REQUEST = api_requests.insert()
-_INSERT_APPROVER = ra.insert()
-
-
 async def create_request(db: Database, new: NewApiRequest) -> StoredApiRequest:
-    """Store the run and its one pending request, audited (`api_request` by the key), and
-    read them back, in one transaction. With an idempotency key already used by this key for
+    """Store the run and its one pending request (store/api_insert.py), audited (`api_request`
+    by the key), in one transaction. With an idempotency key already used by this key for
     the same request, the earlier request (`created` False); for another request,
     IdempotencyConflict. None of it when the request vanished meanwhile (LookupError)."""
     request_id, created = await _create(db, new)
@@ -159,67 +152,59 @@ async def _create(db: Database, new: NewApiRequest) -> tuple[str, StoredApiReque
             return found, None
     now = utcnow()
     run_id, request_id = uuid.uuid4().hex, uuid.uuid4().hex
+    principals = sorted(set(new.approvers)) or [ANYONE]
+    rows = NewRows(
+        run=dict(
+            id=run_id,
+            agent_id=API_AGENT_PREFIX + new.key_name,
+            status="waiting_for_human",
+            pause_kind=_PAUSE_OF[new.kind],
+            pause_step=0,
+            pause_seq=1,
+            requester=new.requester,
+            channel_id=new.channel_id,
+            thread_ts=new.thread_ts,
+            request_text=new.title,
+            created_at=now,
+            updated_at=now,
+            version=1,
+        ),
+        request=dict(
+            id=request_id,
+            run_id=run_id,
+            pause_seq=1,
+            call_id=f"api:{request_id}",
+            step=0,
+            tool_name=new.tool_name,
+            kind=new.kind,
+            arguments=new.arguments,
+            status="pending",
+            channel_id=new.channel_id,
+            expires_at=new.expires_at,
+            requester=new.requester,
+            allow_self_approval=new.allow_self_approval,
+            interrupted=False,
+            created_at=now,
+            min_approvals=int(new.spec.get("min_approvals") or 1),
+            require_reason=new.require_reason,
+            rule=new.rule,
+            api_spec=new.spec,
+        ),
+        link=dict(
+            request_id=request_id,
+            key_name=new.key_name,
+            idempotency_key=new.idempotency_key,
+            callback_url=new.callback_url,
+            created_at=now,
+            body_hash=digest,
+        ),
+        principals=principals,
+    )
     try:
         async with db.write() as conn:
-            run_row = await conn.execute(
-                _INSERT_RUN,
-                dict(
-                    id=run_id,
-                    agent_id=API_AGENT_PREFIX + new.key_name,
-                    status="waiting_for_human",
-                    pause_kind=_PAUSE_OF[new.kind],
-                    pause_step=0,
-                    pause_seq=1,
-                    requester=new.requester,
-                    channel_id=new.channel_id,
-                    thread_ts=new.thread_ts,
-                    request_text=new.title,
-                    created_at=now,
-                    updated_at=now,
-                    version=1,
-                ),
-            )
-            request_row = await conn.execute(
-                _INSERT_REQUEST,
-                dict(
-                    id=request_id,
-                    run_id=run_id,
-                    pause_seq=1,
-                    call_id=f"api:{request_id}",
-                    step=0,
-                    tool_name=new.tool_name,
-                    kind=new.kind,
-                    arguments=new.arguments,
-                    status="pending",
-                    channel_id=new.channel_id,
-                    expires_at=new.expires_at,
-                    requester=new.requester,
-                    allow_self_approval=new.allow_self_approval,
-                    interrupted=False,
-                    created_at=now,
-                    min_approvals=int(new.spec.get("min_approvals") or 1),
-                    require_reason=new.require_reason,
-                    rule=new.rule,
-                    api_spec=new.spec,
-                ),
-            )
-            principals = sorted(set(new.approvers)) or [ANYONE]
-            await conn.execute(
-                _INSERT_APPROVER, [{"request_id": request_id, "principal": p} for p in principals]
-            )
-            await conn.execute(
-                _INSERT_API_REQUEST,
-                dict(
-                    request_id=request_id,
-                    key_name=new.key_name,
-                    idempotency_key=new.idempotency_key,
-                    callback_url=new.callback_url,
-                    created_at=now,
-                    body_hash=digest,
-                ),
-            )
-            request = request_record(request_row.one(), principals)
-            run = run_record(run_row.one())
+            run_row, request_row = await insert_rows(conn, rows)
+            request = request_record(request_row, principals)
+            run = run_record(run_row)
             # last: the audit chain's head stays locked from here to the commit, and every
             # audited write waits for it
             await add_audit(
