@@ -37,9 +37,7 @@ async def _text(outbox: Outbox, key: str) -> tuple[int, str]:
     return row.version, row.payload["text"]
 
 
-async def test_the_states_of_a_hold_are_one_put_of_the_newest(
-    outbox: Outbox, db: Database
-) -> None:
+async def test_the_states_of_a_hold_are_one_put_of_the_newest(outbox: Outbox, db: Database) -> None:
     await _running(db, outbox)
     held = HeldRoots(Writes(outbox).while_running, HOLD)
     for step in ("deciding", "tool 1", "tool 2"):
