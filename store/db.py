@@ -108,7 +108,11 @@ def make_engine(url: str) -> AsyncEngine:
         if path is not None:
             event.listen(engine.sync_engine, "connect", lambda *_: make_private(path))
         return engine
-    engine = create_async_engine(url, pool_size=10, max_overflow=5)
+    # LIFO: the connection used last is used next, so a few stay warm and are never pinged
+    # (`_ping_if_idle`); in FIFO order every pooled connection took its turn and sat idle long
+    # enough to be pinged again, one more round trip per transaction when decisions come
+    # one at a time
+    engine = create_async_engine(url, pool_size=10, max_overflow=5, pool_use_lifo=True)
     event.listen(engine.sync_engine.pool, "checkout", _ping_if_idle)
     event.listen(engine.sync_engine.pool, "checkin", _note_checkin)
     return engine

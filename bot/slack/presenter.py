@@ -140,9 +140,9 @@ class SlackPresenter:
         return True
 
     async def update_root(self, run: RunRecord) -> None:
-        """The run's root message shows its status and live checklist (debounced: changes
-        within a second are one update; the newest state wins; a running run's are held here,
-        bot/slack/root_message.py)."""
+        """The run's root message shows its status and live checklist: a running run's states
+        are held here for the debounce (changes within a second are one update, the newest
+        wins; bot/slack/root_message.py), the others are put at once."""
         if not (run.channel_id and run.thread_ts and run.requester is not None):
             return
         key = f"root:{run.id}"
@@ -152,8 +152,8 @@ class SlackPresenter:
         if run.status == "running":
             self.held_roots.later(key, run.channel_id, message, run.id)
             return
-        await self.held_roots.drop(key)
-        await self.writes.message(key, run.channel_id, message, delay=STATUS_DEBOUNCE)
+        await self.held_roots.drop(key)  # a state that lasts: put now (nothing to fold in)
+        await self.writes.message(key, run.channel_id, message)
 
     async def _show_checklist(self, run: RunRecord) -> None:
         """A follow-up run has no root of its own: its checklist is a message in the thread."""
