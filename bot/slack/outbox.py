@@ -38,8 +38,10 @@ log = logging.getLogger("sayso.outbox")
 
 PACED_PER_SLOT = 8
 """Claimed rows at most, per slot, counting those waiting for their pace."""
-COALESCE = 0.005
-"""Seconds a dispatcher woken by a put waits for the puts of the same moment (one claim)."""
+COALESCE = 0.025
+"""Seconds a dispatcher woken by a put waits for the puts of the same moment (one claim): a
+decision's card update, its answer and its run's final status come within tens of ms of each
+other (5 ms: 3.3 claims per decision one at a time; 25 ms: 2.5)."""
 SENDER_LEASE = 4.0
 """Seconds the sending dispatcher's lease lasts (renewed every half): a replica that dies holds
 Slack writes back for at most this long (plus a standby's next bid)."""
