@@ -126,3 +126,21 @@ def with_key(messages: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
 
 def all_messages(sb: SlackSandbox) -> list[dict[str, Any]]:
     return [m for channel in sb.ws.history.values() for m in channel]
+
+
+async def running_run(db: Database, run_id: str = "r1") -> None:
+    """A run as its start stores it (`running`, leased), for puts made `while_running`."""
+    from store.runs import create_run
+
+    await create_run(
+        db,
+        owner="a",
+        lease_seconds=30,
+        run_id=run_id,
+        agent_id="ops",
+        requester="U1",
+        team_id="T1",
+        channel_id="C1",
+        thread_ts="1.1",
+        request_text="deploy",
+    )

@@ -10,24 +10,13 @@ from bot.slack.writes import Writes
 from store.cancel import cancel_run
 from store.db import Database
 from store.outbox import Outbox
-from store.runs import create_run
+from tests.outbox.conftest import running_run
 
 HOLD = 0.15
 
 
 async def _running(db: Database, outbox: Outbox, run_id: str = "r1") -> None:
-    await create_run(
-        db,
-        owner="a",
-        lease_seconds=30,
-        run_id=run_id,
-        agent_id="ops",
-        requester="U1",
-        team_id="T1",
-        channel_id="C1",
-        thread_ts="1.1",
-        request_text="deploy",
-    )
+    await running_run(db, run_id)
     await outbox.put(f"root:{run_id}", channel="C1", text="started")  # its root row
 
 

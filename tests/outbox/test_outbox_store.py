@@ -10,7 +10,7 @@ from bot.agent.util import utcnow
 from store.db import Database
 from store.outbox import Outbox
 from store.outbox_marks import Marked
-from tests.outbox.conftest import DbFactory
+from tests.outbox.conftest import DbFactory, running_run
 
 
 async def test_a_put_on_a_row_not_yet_sent_replaces_its_payload(outbox: Outbox) -> None:
@@ -254,20 +254,8 @@ async def test_a_held_state_is_put_only_while_its_run_is_running(
     outbox: Outbox, db: Database
 ) -> None:
     from store.cancel import cancel_run
-    from store.runs import create_run
 
-    await create_run(
-        db,
-        owner="a",
-        lease_seconds=30,
-        run_id="r1",
-        agent_id="ops",
-        requester="U1",
-        team_id="T1",
-        channel_id="C1",
-        thread_ts="1.1",
-        request_text="deploy",
-    )
+    await running_run(db)
     assert await outbox.put("root:r2", channel="C1", text="gone", while_running="r2") == 0
     assert await outbox.get("root:r2") is None  # only a row that exists: never inserted
     await outbox.put("root:r1", channel="C1", text="queued")
