@@ -184,7 +184,7 @@ class Driver:
         attempt = 0
         while True:
             try:
-                # an overall deadline for every provider (httpx's timeout is per read)
+                # an overall deadline for every provider (the HTTP timeout is per read)
                 on_text = self._text if self.on_text is not None and attempt == 0 else None
                 return await asyncio.wait_for(
                     respond(agent.model_client, messages, agent.tool_specs, settings, on_text),

@@ -1,19 +1,76 @@
-"""Shared HTTP handling for providers: JSON requests, SSE streams, retryable failures."""
+"""Shared HTTP handling for providers: JSON requests, SSE streams, retryable failures.
+
+On aiohttp (a dependency of the bot already): a model call through httpx took about twice the
+CPU of the same call through aiohttp with httpx's transport, and six times the CPU of aiohttp
+alone (docs/benchmarks.md, "seventh stop"). An aiohttp session belongs to the event loop it
+was made on, so a model keeps one per loop (`Sessions`).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import aiohttp
 
 from bot.agent.errors import ModelError
 
 JsonObject = dict[str, Any]
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+class Sessions:
+    """One aiohttp session per event loop (the front's and the embedded worker's loops each
+    call models), made at the loop's first call and closed when the loop shuts down: an async
+    generator of the loop's own holds it, and `asyncio.run` (or `asyncio.Runner`, as
+    bot/event_loop.py runs every loop) closes a loop's async generators while it still runs.
+    The session of a loop closed without that is let go of at the next loop's first call."""
+
+    def __init__(self) -> None:
+        self._by_loop: dict[asyncio.AbstractEventLoop, _LoopSession] = {}
+
+    async def get(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        held = self._by_loop.get(loop)
+        if held is None or held.session.closed:
+            self._let_go_of_closed_loops()
+            held = self._by_loop[loop] = _LoopSession(aiohttp.ClientSession())
+            await held.closer.__anext__()  # now the loop knows it, and closes it at shutdown
+        return held.session
+
+    def _let_go_of_closed_loops(self) -> None:
+        for loop in [lp for lp in self._by_loop if lp.is_closed()]:
+            session = self._by_loop.pop(loop).session
+            connector = session.connector
+            session.detach()  # closed, without awaiting on a loop that is gone
+            if connector is not None:
+                with contextlib.suppress(Exception):  # its sockets went with the loop
+                    connector.close()
+
+    async def aclose(self) -> None:
+        """Close this loop's session (and let go of those of closed loops)."""
+        self._let_go_of_closed_loops()
+        held = self._by_loop.pop(asyncio.get_running_loop(), None)
+        if held is not None:
+            await held.session.close()
+
+
+class _LoopSession:
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self.session = session
+        self.closer = _closed_at_shutdown(session)  # held here: the loop keeps a weak reference
+
+
+async def _closed_at_shutdown(session: aiohttp.ClientSession) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await session.close()
+
+
+def _retry_after(response: aiohttp.ClientResponse) -> float | None:
     value = response.headers.get("retry-after")
     if value is None:
         return None
@@ -23,44 +80,68 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-def _raise_for_status(response: httpx.Response) -> None:
-    if response.status_code == 429 or response.status_code >= 500:
+async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
+    status = response.status
+    if status < 400:
+        return
+    text = (await response.read()).decode("utf-8", errors="replace")
+    if status == 429 or status >= 500:
         raise ModelError(
-            f"Model provider answered HTTP {response.status_code}: {response.text[:300]}",
+            f"Model provider answered HTTP {status}: {text[:300]}",
             retryable=True,
             retry_after=_retry_after(response),
         )
-    if response.status_code >= 400:
-        raise ModelError(
-            f"Model provider answered HTTP {response.status_code}: {response.text[:500]}"
-        )
+    raise ModelError(f"Model provider answered HTTP {status}: {text[:500]}")
 
 
-def _transport_error(url: str, exc: httpx.HTTPError, timeout: float) -> ModelError:
-    if isinstance(exc, httpx.TimeoutException):
+def _transport_error(url: str, exc: BaseException, timeout: float) -> ModelError:
+    if isinstance(exc, TimeoutError):
         return ModelError(f"Model request to {url} timed out after {timeout}s", retryable=True)
     return ModelError(f"Model request to {url} failed: {exc}", retryable=True)
 
 
+def _timeout(seconds: float) -> aiohttp.ClientTimeout:
+    """Each phase (connecting, each read) within `seconds`, as httpx's timeout was; the whole
+    call's deadline is the agent loop's (bot/agent/loop.py)."""
+    return aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
+
+
 async def post_json(
-    client: httpx.AsyncClient,
+    session: aiohttp.ClientSession,
     url: str,
     payload: JsonObject,
     headers: dict[str, str],
-    timeout: float,  # noqa: ASYNC109 - the per-request HTTP timeout handed to httpx
+    timeout: float,  # noqa: ASYNC109 - the per-read HTTP timeout handed to aiohttp
 ) -> JsonObject:
     try:
-        response = await client.post(url, json=payload, headers=headers, timeout=timeout)
-    except httpx.TransportError as exc:
+        async with session.post(
+            url, json=payload, headers=headers, timeout=_timeout(timeout)
+        ) as response:
+            await _raise_for_status(response)
+            body = await response.read()
+    except (TimeoutError, aiohttp.ClientError) as exc:
         raise _transport_error(url, exc, timeout) from None
-    _raise_for_status(response)
     try:
-        data = response.json()
+        data = json.loads(body)
     except ValueError:
         raise ModelError("Model provider answered with invalid JSON", retryable=True) from None
     if not isinstance(data, dict):
         raise ModelError(f"Model provider answered with {type(data).__name__}, not an object")
     return data
+
+
+async def lines_of(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """Text lines of a byte stream (`\\n`, `\\r\\n` or `\\r` ends a line), of any length."""
+    pending = b""
+    async for chunk in chunks:
+        held_cr = (pending + chunk).endswith(b"\r")  # its \n may come with the next chunk
+        text = (pending + chunk)[: -1 if held_cr else None]
+        *whole, pending = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        pending += b"\r" if held_cr else b""
+        for line in whole:
+            yield line.decode("utf-8", errors="replace")
+    if pending.rstrip(b"\r"):
+        yield pending.rstrip(b"\r").decode("utf-8", errors="replace")
 
 
 async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
@@ -79,31 +160,29 @@ async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
 
 
 async def post_sse(
-    client: httpx.AsyncClient,
+    session: aiohttp.ClientSession,
     url: str,
     payload: JsonObject,
     headers: dict[str, str],
-    timeout: float,  # noqa: ASYNC109 - the per-read HTTP timeout handed to httpx
+    timeout: float,  # noqa: ASYNC109 - the per-read HTTP timeout handed to aiohttp
 ) -> AsyncIterator[JsonObject]:
     """POST, then yield each JSON event of the server-sent event stream (until `[DONE]`)."""
     try:
-        async with client.stream(
-            "POST", url, json=payload, headers=headers, timeout=timeout
+        async with session.post(
+            url, json=payload, headers=headers, timeout=_timeout(timeout)
         ) as response:
-            if response.status_code >= 400:
-                await response.aread()
-                _raise_for_status(response)
+            await _raise_for_status(response)
             kind = response.headers.get("content-type", "")
             if not kind.startswith("text/event-stream"):
                 raise ModelError(
                     f"Model provider at {url} answered a streamed request with {kind or 'no'} "
                     "content instead of server-sent events: it does not stream"
                 )
-            async for data in sse_data(response.aiter_lines()):
+            async for data in sse_data(lines_of(response.content.iter_any())):
                 if data.strip() == "[DONE]":
                     return
                 yield _event(data)
-    except httpx.TransportError as exc:
+    except (TimeoutError, aiohttp.ClientError) as exc:
         raise _transport_error(url, exc, timeout) from None
 
 

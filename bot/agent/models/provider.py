@@ -12,12 +12,10 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-import httpx
-
 from bot.agent.errors import ModelError
 from bot.agent.messages import Message, ModelResponse
 from bot.agent.models.base import FinalResponse, ModelSettings, StreamEvent, TextDelta, ToolSpec
-from bot.agent.models.http import post_json, post_sse
+from bot.agent.models.http import Sessions, post_json, post_sse
 from bot.agent.models.truncation import request_whole, stream_whole
 
 RequestObserver = Callable[[str, float, str, Any], None]
@@ -60,13 +58,12 @@ class HttpModel(ABC, Generic[A]):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        client: httpx.AsyncClient | None = None,
     ) -> None:
         self.model = model
         self.name = f"{self.provider}:{model}"
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self._api_key = api_key
-        self._client = client
+        self._sessions = Sessions()
 
     # -- what a provider says --------------------------------------------------------------
 
@@ -116,18 +113,14 @@ class HttpModel(ABC, Generic[A]):
 
     # -- shared ----------------------------------------------------------------------------
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient()
-        return self._client
-
     async def _complete(
         self, payload: dict[str, Any], max_tokens: int | None, settings: ModelSettings
     ) -> ModelResponse:
         body = self._body(payload, max_tokens)
         started = time.perf_counter()
         try:
-            data = await post_json(self._http(), self._url, body, self._headers, settings.timeout)
+            session = await self._sessions.get()
+            data = await post_json(session, self._url, body, self._headers, settings.timeout)
             response = self._parse(data)
         except BaseException:
             _observe(self.name, started, "error", None)
@@ -143,7 +136,7 @@ class HttpModel(ABC, Generic[A]):
         started = time.perf_counter()
         try:
             async for event in post_sse(
-                self._http(), self._url, body, self._headers, settings.timeout
+                await self._sessions.get(), self._url, body, self._headers, settings.timeout
             ):
                 text = events.add(event)
                 if text:
@@ -180,5 +173,5 @@ class HttpModel(ABC, Generic[A]):
             yield event
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+        """Close the HTTP session of the running event loop."""
+        await self._sessions.aclose()
