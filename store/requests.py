@@ -20,9 +20,7 @@ from store.records import (
     RequestPolicy,
     RequestSpec,
     RequestState,
-    RunRecord,
 )
-from store.runs import RUN_BY_ID, run_record
 from store.schema import approval_requests as req
 from store.schema import request_approvals as rv
 from store.schema import request_approvers as ra
@@ -83,7 +81,7 @@ async def fetch(
 
 
 @functools.cache
-def _with_approvers(dialect: str, query: sa.Select[Any]) -> sa.Select[Any]:
+def with_approvers(dialect: str, query: sa.Select[Any]) -> sa.Select[Any]:
     """`query` (built once, with bind parameters) with its approvers' column, per dialect."""
     return query.add_columns(_principals_column(dialect))
 
@@ -91,7 +89,7 @@ def _with_approvers(dialect: str, query: sa.Select[Any]) -> sa.Select[Any]:
 async def _fetch_built(
     conn: AsyncConnection, query: sa.Select[Any], params: dict[str, Any]
 ) -> list[ApprovalRequestRecord]:
-    built = _with_approvers(conn.dialect.name, query)
+    built = with_approvers(conn.dialect.name, query)
     return await records_of(conn, (await conn.execute(built, params)).all())
 
 
@@ -133,7 +131,7 @@ async def records_of(conn: AsyncConnection, rows: Sequence[Any]) -> list[Approva
 
 
 _REQUEST_BY_ID = sa.select(req).where(req.c.id == param("id", req.c.id))
-_PAUSE_REQUESTS = (
+PAUSE_REQUESTS = (
     sa.select(req)
     .where(
         req.c.run_id == param("run_id", req.c.run_id),
@@ -165,22 +163,6 @@ async def requests_for_run(
     query = query.order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
     async with db.read() as conn:
         return await fetch(conn, query, inline_approvers=True)
-
-
-async def run_and_current_requests(
-    db: Database, run_id: str
-) -> tuple[RunRecord | None, list[ApprovalRequestRecord]]:
-    """The run's row and, when it waits for people, the requests of its latest pause: what a
-    continuation needs, in one read transaction."""
-    async with db.read() as conn:
-        row = (await conn.execute(RUN_BY_ID, {"p_run_id": run_id})).first()
-        if row is None:
-            return None, []
-        run = run_record(row)
-        if run.status != "waiting_for_human":
-            return run, []
-        params = {"p_run_id": run_id, "p_seq": run.pause_seq}
-        return run, await _fetch_built(conn, _PAUSE_REQUESTS, params)
 
 
 _SET_MESSAGE = (

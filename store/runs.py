@@ -23,9 +23,10 @@ from store.starts import StartLimit, check_start
 _RUN_COLUMNS = [c.name for c in runs.columns]
 
 
-def run_record(row: Any) -> RunRecord:
+def run_record(row: Any, prefix: str = "") -> RunRecord:
+    """The record of a runs row (its columns named `prefix` + the column's name)."""
     m = row._mapping
-    return RunRecord(**{name: m[name] for name in _RUN_COLUMNS})
+    return RunRecord(**{name: m[prefix + name] for name in _RUN_COLUMNS})
 
 
 class NewRun(TypedDict):

@@ -41,17 +41,18 @@ def arguments_to_run(request: ApprovalRequestRecord, result: RunResult) -> dict[
 
 
 async def refuse_altered(
-    store: Store, result: RunResult, requests: list[ApprovalRequestRecord]
+    store: Store,
+    result: RunResult,
+    requests: list[ApprovalRequestRecord],
+    approved: dict[str, str],
 ) -> list[ApprovalRequestRecord]:
     """`requests`, with each approved call whose arguments changed after its decision turned
-    into a rejection saying so (audited)."""
+    into a rejection saying so (audited). `approved`: request id to the arguments' hash its
+    winning decision recorded in the audit trail (read with the requests:
+    `RequestRepository.run_and_current`)."""
     decided = [r for r in requests if r.state.status in RUNS_WITH_ARGUMENTS]
     if not decided:
         return requests
-    approved: dict[str, str | None] = {}
-    for event in await store.audit.trail(result.run.id):
-        if event.action == "decide" and event.outcome == "won" and event.request_id:
-            approved[event.request_id] = event.args_hash  # the last decision of each request
     out = []
     for request in requests:
         expected = approved.get(request.id)

@@ -7,10 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.agent.tools import Tool
-from bot.agent.vocabulary import (
-    OUTCOME_OF,
-    PersonAction,
-)
+from bot.agent.vocabulary import OUTCOME_OF, PersonAction
 from bot.service.decision_rules import (
     ANSWERS,
     REASON_FIELD,
@@ -72,19 +69,22 @@ class Decider:
         await self.events.emit(RequestSettled(request))
 
     async def check(
-        self, request_id: str, actor: Actor, read: ApprovalRequestRecord | None = None
+        self,
+        request_id: str,
+        actor: Actor,
+        read: ApprovalRequestRecord | None = None,
+        read_run: RunRecord | None = None,
     ) -> Outcome:
-        """May this person decide this request now? (Used before opening a modal.) `read`:
-        the request as the front end just read it for this interaction (used instead of
-        reading it again; the decision itself is a conditional write that only a pending
-        request passes, so nothing is lost by that)."""
-        request = read if read is not None and read.id == request_id else None
+        """May this person decide this request now? (Before a modal.) `read`, `read_run`: as
+        the front end just read them (the decision is a write only a pending request passes)."""
+        request = read if read and read.id == request_id else None
         request = request or await self.store.requests.get(request_id)
         if request is None:
             return Outcome("not_found", "This request no longer exists.")
         if request.state.status != "pending":
             return Outcome("lost", already_decided(request), request)
-        run = await self.store.runs.get(request.spec.run_id)
+        run = read_run if read_run and read_run.id == request.spec.run_id else None
+        run = run or await self.store.runs.get(request.spec.run_id)
         verdict = await may_decide(
             self.directory,
             user_id=actor.user_id,
@@ -115,10 +115,11 @@ class Decider:
         output: Any = None,
         reason: str | None = None,
         read: ApprovalRequestRecord | None = None,
+        read_run: RunRecord | None = None,
     ) -> Outcome:
         """Everything `decide` checks before its write (who, still pending, valid input),
         without writing: lets a modal answer with field errors within Slack's 3 s."""
-        checked = await self.check(request_id, actor, read)
+        checked = await self.check(request_id, actor, read, read_run)
         if not checked.ok or checked.request is None:
             if checked.kind == "lost" and checked.request is not None:
                 r = checked.request
@@ -147,8 +148,11 @@ class Decider:
         output: Any = None,
         standing: bool = False,
         read: ApprovalRequestRecord | None = None,
+        read_run: RunRecord | None = None,
     ) -> Outcome:
-        checked = await self.precheck(request_id, actor, action, arguments, output, reason, read)
+        checked = await self.precheck(
+            request_id, actor, action, arguments, output, reason, read, read_run
+        )
         if not checked.ok:  # a losing attempt is audited by precheck
             return checked
         request = checked.request

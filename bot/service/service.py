@@ -1,3 +1,5 @@
+# Longer than 400 lines because it is the facade: one short method for each thing a front asks
+# (Slack, the approval API, MCP, workers, the command line), each handing over to its part.
 """The facade: everything the front ends (Slack, the approval API, MCP, workers, the command
 line) call. A front sees only this object and subscribes to its events; all state lives in the
 store, so any number of services (fronts, workers, replicas) share one database."""
@@ -249,10 +251,12 @@ class Service:
 
     # -- approval requests and runs, for the front ends -----------------------------------
 
-    async def approval_request(self, request_id: str) -> ApprovalRequestRecord | None:
-        """The request, read now (pass it as `read` to a `check`, `precheck`, `decide` or
-        `view_arguments` that follows, which then uses it instead of reading it again)."""
-        return await self.store.requests.get(request_id) if request_id else None
+    async def approval_request_and_run(
+        self, request_id: str
+    ) -> tuple[ApprovalRequestRecord | None, RunRecord | None]:
+        """The request and its run in one read (pass them as `read`, `read_run` to a `check`,
+        `precheck`, `decide` or (the request) `view_arguments` that follows)."""
+        return await self.store.requests.with_run(request_id) if request_id else (None, None)
 
     async def run_of(self, request: ApprovalRequestRecord) -> RunRecord | None:
         return await self.store.runs.get(request.spec.run_id)
@@ -296,11 +300,16 @@ class Service:
     # -- deciding -------------------------------------------------------------------------
 
     async def check(
-        self, request_id: str, actor: Actor, *, read: ApprovalRequestRecord | None = None
+        self,
+        request_id: str,
+        actor: Actor,
+        *,
+        read: ApprovalRequestRecord | None = None,
+        read_run: RunRecord | None = None,
     ) -> Outcome:
-        """May this person decide this request now? (Before opening a form.) `read`: the
-        request as the front end just read it (`approval_request`), instead of a second read."""
-        return await self.decider.check(request_id, actor, read)
+        """May this person decide this request now? (Before opening a form.) `read`, `read_run`:
+        the request and its run as just read (`approval_request_and_run`), not read again."""
+        return await self.decider.check(request_id, actor, read, read_run)
 
     async def precheck(
         self,
@@ -312,10 +321,11 @@ class Service:
         reason: str | None = None,
         output: Any = None,
         read: ApprovalRequestRecord | None = None,
+        read_run: RunRecord | None = None,
     ) -> Outcome:
         """Everything `decide` checks, without deciding (a reason only where one is needed)."""
         return await self.decider.precheck(
-            request_id, actor, action, arguments, output, reason, read
+            request_id, actor, action, arguments, output, reason, read, read_run
         )
 
     async def decide(
@@ -329,6 +339,7 @@ class Service:
         output: Any = None,
         standing: bool = False,
         read: ApprovalRequestRecord | None = None,
+        read_run: RunRecord | None = None,
     ) -> Outcome:
         """Record a decision; `standing`: an approval that also allows the tool in the
         request's thread for the time its policy says (a standing approval)."""
@@ -342,6 +353,7 @@ class Service:
                 output=output,
                 standing=standing,
                 read=read,
+                read_run=read_run,
             )
 
     async def revoke(self, standing_id: str, actor: Actor) -> Outcome:

@@ -74,7 +74,8 @@ class RequestAtHand:
     async def load(self) -> ApprovalRequestRecord | None:
         """The request (None: no request by that id), read once."""
         if not self._loaded:
-            self._request = await self.service.approval_request(self.request_id)
+            found = await self.service.approval_request_and_run(self.request_id)
+            self._request, self._run = found
             self._loaded = True
         return self._request
 
@@ -83,14 +84,15 @@ class RequestAtHand:
         """The request as `load` read it (None before it is loaded)."""
         return self._request
 
+    @property
+    def run(self) -> RunRecord | None:
+        """The request's run, read with it by `load` (None before, or when it is gone)."""
+        return self._run
+
     async def with_run(self) -> tuple[ApprovalRequestRecord, RunRecord] | None:
-        """The request and its run, or None when either no longer exists (each read once)."""
+        """The request and its run, or None when either no longer exists (read once)."""
         request = await self.load()
-        if request is None:
-            return None
-        if self._run is None:
-            self._run = await self.service.run_of(request)
-        return (request, self._run) if self._run is not None else None
+        return (request, self._run) if request is not None and self._run is not None else None
 
 
 def request_at_hand(context: AsyncBoltContext) -> RequestAtHand:

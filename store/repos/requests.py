@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Unpack
 
-from store import crypto, escalation, quorum
+from store import crypto, escalation, quorum, request_reads
 from store import decisions as decision_ops
 from store import inbox as inbox_ops
 from store import requests as request_ops
@@ -30,6 +30,13 @@ class RequestRepository:
         """The request; EncryptionKeyError when one of its values no key reads."""
         return crypto.check_readable(await request_ops.get_request(self._db, request_id))
 
+    async def with_run(
+        self, request_id: str
+    ) -> tuple[ApprovalRequestRecord | None, RunRecord | None]:
+        """The request and its run, in one read (EncryptionKeyError as `get`)."""
+        request, run = await request_reads.request_and_run(self._db, request_id)
+        return crypto.check_readable(request), run
+
     async def for_run(self, run_id: str, *, step: int | None = None) -> list[ApprovalRequestRecord]:
         """Every request of the run (all pauses), oldest pause first."""
         return await request_ops.requests_for_run(self._db, run_id, step=step)
@@ -40,9 +47,10 @@ class RequestRepository:
 
     async def run_and_current(
         self, run_id: str
-    ) -> tuple[RunRecord | None, list[ApprovalRequestRecord]]:
-        """The run and, when it waits for people, its latest pause's requests (one read)."""
-        return await request_ops.run_and_current_requests(self._db, run_id)
+    ) -> tuple[RunRecord | None, list[ApprovalRequestRecord], dict[str, str]]:
+        """The run and, when it waits for people, its latest pause's requests, with the
+        arguments' hash the audit trail recorded for each winning decision (one read)."""
+        return await request_reads.run_and_current_requests(self._db, run_id)
 
     async def set_message(self, request_id: str, channel_id: str, message_ts: str) -> None:
         """Where the request's card was posted."""

@@ -235,3 +235,43 @@ async def test_inbox_total_is_counted_up_to_a_limit(store) -> None:  # type: ign
     assert (len(page), total) == (3, 8)
     page, total = await store.requests.pending_for("U_ANY", limit=3, count_limit=5)
     assert (len(page), total) == (3, 5)
+
+
+async def test_a_continuation_reads_each_decision_with_the_arguments_hash_it_audited(
+    store: Store,
+) -> None:
+    """`run_and_current` gives, with the pause's requests, the arguments' hash each winning
+    decision recorded in the audit trail (what a continuation checks the arguments against),
+    in the same read; a request not yet decided, and a losing attempt, have none."""
+    from store.records import args_hash
+
+    await paused_run(store, "r9", calls=("c1", "c2", "c3"))
+    first, second, third = await store.requests.current("r9")
+    edited = {"env": "production"}
+    await store.requests.decide(first.id, actor="U2", status="edited", edited_arguments=edited)
+    await store.requests.decide(second.id, actor="U2", status="approved")
+    lost = await store.requests.decide(second.id, actor="U3", status="rejected")
+    assert not lost.won
+    run, requests, approved = await store.requests.run_and_current("r9")
+    assert run is not None and [r.id for r in requests] == [first.id, second.id, third.id]
+    assert approved == {
+        first.id: args_hash("deploy", edited),
+        second.id: args_hash("deploy", {"env": "staging"}),
+    }
+    assert approved == {
+        e.request_id: e.args_hash
+        for e in await store.audit.trail("r9")
+        if e.action == "decide" and e.outcome == "won" and e.request_id
+    }
+    assert await store.requests.run_and_current("nobody") == (None, [], {})
+
+
+async def test_a_request_is_read_with_its_run_in_one_statement(store: Store) -> None:
+    """`with_run` (what a click reads first) gives what `get` and `runs.get` give apart."""
+    await paused_run(store, "r10", calls=("c1",), approvers=["U2", "S_OPS"])
+    (request,) = await store.requests.current("r10")
+    assert await store.requests.with_run(request.id) == (
+        await store.requests.get(request.id),
+        await store.runs.get("r10"),
+    )
+    assert await store.requests.with_run("nothing") == (None, None)

@@ -116,6 +116,7 @@ LONG_MODULES = {
     "bot/adapters/framework.py",
     "bot/agent/agent.py",
     "bot/agent/loop.py",
+    "bot/service/service.py",
     "bot/slack/blocks/limits.py",
     "bot/testing/fake_model.py",
 }

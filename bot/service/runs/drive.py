@@ -149,7 +149,7 @@ class RunDriver:
     async def _continue(self, lease: Lease, retry: bool, slot_held: bool = False) -> None:
         async with self.presenting.cpu:
             # one read: the row, its state and (waiting for people) its pause's requests
-            run, requests = await self.store.requests.run_and_current(lease.run_id)
+            run, requests, approved = await self.store.requests.run_and_current(lease.run_id)
         agent = self.agents.get(run.agent_id) if run else None
         if run is not None and is_api_run(run.agent_id):
             await self.store.runs.release(lease)  # an API request's continuation is its caller's
@@ -158,7 +158,7 @@ class RunDriver:
             log.error("event=continue_skipped run_id=%s reason=unknown_run_or_agent", lease.run_id)
             await self.store.runs.release(lease)
             return
-        step, stream, row = await self._next_step(run, agent, requests, retry)
+        step, stream, row = await self._next_step(run, agent, requests, approved, retry)
         if step is None:
             await self.store.runs.release(lease)
             return
@@ -169,6 +169,7 @@ class RunDriver:
         run: RunRecord,
         agent: Agent,
         requests: list[ApprovalRequestRecord],
+        approved: dict[str, str],
         retry: bool,
     ) -> tuple[Step | None, bool, RunRecord | None]:
         """How a claimed run goes on: the step, whether its text streams, its row (when the
@@ -202,7 +203,7 @@ class RunDriver:
         if status == "waiting_for_human" and result.run.pause is not None:
             if not requests or any(r.state.status == "pending" for r in requests):
                 return None, False, None
-            kwargs = decisions_from(await refuse_altered(self.store, result, requests))
+            kwargs = decisions_from(await refuse_altered(self.store, result, requests, approved))
 
             async def decided(acc: Any, ev: Any) -> RunResult:
                 return await agent.continue_run(

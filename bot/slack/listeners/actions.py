@@ -55,7 +55,9 @@ async def on_approve(
         await _open_form(click, body, action, client, service)  # a reason first, in a modal
         return
     decision = BUTTON_DECISION[ActionId.APPROVE]
-    outcome = await service.decide(click.request_id, click.actor, decision, read=request)
+    outcome = await service.decide(
+        click.request_id, click.actor, decision, read=request, read_run=click.run
+    )
     if not outcome.ok and not already_done(context, outcome):
         await tell_actor(client, service, body, outcome.message, outcome.request)
 
@@ -71,7 +73,12 @@ async def on_approve_always(
     """Approve, and allow the tool in this thread for a while (its confirm came first)."""
     service = service_of(context)
     outcome = await service.decide(
-        click.request_id, click.actor, "approve", standing=True, read=click.request
+        click.request_id,
+        click.actor,
+        "approve",
+        standing=True,
+        read=click.request,
+        read_run=click.run,
     )
     if not outcome.ok and not already_done(context, outcome):
         await tell_actor(client, service, body, outcome.message, outcome.request)
@@ -99,7 +106,9 @@ async def _open_form(
     view_id = click.view_id or await open_loading(client, service, body)
     if view_id is None:
         return
-    outcome = await service.check(click.request_id, click.actor, read=click.request)
+    outcome = await service.check(
+        click.request_id, click.actor, read=click.request, read_run=click.run
+    )
     found = await _shown(client, view_id, outcome)
     if found is None:
         return

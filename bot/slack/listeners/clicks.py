@@ -25,7 +25,7 @@ from bot.slack.blocks import modals
 from bot.slack.listeners.common import actor_from, service_of, tell_actor
 from bot.slack.render import slack_text
 from bot.slack.request_at_hand import request_at_hand
-from store import ApprovalRequestRecord
+from store import ApprovalRequestRecord, RunRecord
 
 log = logging.getLogger("sayso.slack")
 
@@ -46,6 +46,8 @@ class Click:
     actor: Actor
     view_id: str | None = None
     """The loading modal this click opened at once (buttons that open a form)."""
+    run: RunRecord | None = None
+    """The request's run, read with it."""
 
 
 ClickListener = Callable[
@@ -137,7 +139,7 @@ def on_request_click(*, opens_modal: bool) -> Callable[[ClickListener], Callable
             request = await hand.load()
             if await refused_foreign(client, service, body, request, view_id):
                 return
-            click = Click(hand.request_id, request, actor_from(body), view_id)
+            click = Click(hand.request_id, request, actor_from(body), view_id, hand.run)
             await handle(click, body, action, client, context)
 
         listener.__name__ = handle.__name__

@@ -64,7 +64,9 @@ async def _submit(
     actor = actor_from(body)
     action = SUBMIT_DECISION[callback_id]
     read = await hand.load()
-    checked = await service.precheck(request_id, actor, action, read=read, **given)
+    checked = await service.precheck(
+        request_id, actor, action, read=read, read_run=hand.run, **given
+    )
     if not checked.ok and is_replay(context):
         await ack()
         if checked.kind != "lost":
