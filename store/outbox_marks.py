@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.agent.util import utcnow
 from store import outbox_sql as sql
@@ -23,6 +24,8 @@ class Marked(enum.IntEnum):
     SENT = 1
     PENDING = 2
     """Sent, and a newer version was put meanwhile: the row is due again at once."""
+    AWAITED = 3
+    """Posted, and pending rows wait for it (in its thread, or after it): due now."""
 
 
 class OutboxMarks:
@@ -50,14 +53,23 @@ class OutboxMarks:
         params = {"p_key": key, "p_claim": claim, "p_version": version, "p_now": now}
         params.update(p_ts=ts, p_progress=progress)
         async with self.db.write(single=True) as conn:
-            state = await conn.scalar(statement, params)
-            if state is None and ts is not None:  # our claim lapsed: keep the fact
+            row = (await conn.execute(statement, params)).first()
+            if row is None and ts is not None:  # our claim lapsed: keep the fact
                 await conn.execute(
                     ob.update().where(ob.c.key == key).values(ts=sa.func.coalesce(ob.c.ts, ts))
                 )
-        if state is None:
+            waited_for = ts is not None and row is not None and await self._awaited(conn, row, key)
+        if row is None:
             return Marked.LAPSED
-        return Marked.PENDING if state == PENDING else Marked.SENT
+        if row.state == PENDING:
+            return Marked.PENDING
+        return Marked.AWAITED if waited_for else Marked.SENT
+
+    async def _awaited(self, conn: AsyncConnection, row: Any, key: str) -> bool:
+        """Do rows wait for this posted message? (PostgreSQL: said by the mark itself.)"""
+        if self.db.is_postgres:
+            return bool(row.awaited)
+        return bool(await conn.scalar(sa.select(sql.awaited(sa.literal(key)))))
 
     async def mark_failed(
         self,

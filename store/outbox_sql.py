@@ -188,10 +188,21 @@ def next_due() -> sa.Select[Any]:
     return sa.select(*next_due_columns(NOW))
 
 
+_AWAITING = ob.alias("awaiting")
+
+
+def awaited(key: Any) -> sa.Exists:
+    """Do pending rows wait for the message of row `key` (in its thread, or after it)?"""
+    waits = sa.or_(_AWAITING.c.thread_key == key, _AWAITING.c.after_key == key)
+    return sa.exists().where(_AWAITING.c.state == PENDING, waits)
+
+
 @functools.cache
 def mark_sent(postgres: bool, with_claim: bool, with_ts: bool, with_progress: bool) -> sa.Update:
     """A version reached Slack (params: p_key, p_claim, p_version, p_now, p_ts, p_progress);
-    returns the row's state (pending: a newer version was put meanwhile)."""
+    returns the row's state (pending: a newer version was put meanwhile) and, with a ts on
+    PostgreSQL, `awaited` (see `awaited`; SQLite asks apart: SQLAlchemy writes the columns
+    of a subquery in SQLite's RETURNING without their table)."""
     version = sa.bindparam("p_version", type_=sa.Integer())
     greatest = sa.func.greatest if postgres else sa.func.max
     values: dict[str, Any] = {
@@ -209,11 +220,14 @@ def mark_sent(postgres: bool, with_claim: bool, with_ts: bool, with_progress: bo
         values["ts"] = sa.func.coalesce(ob.c.ts, param("ts", ob.c.ts))
     if with_progress:
         values["progress"] = param("progress", ob.c.progress)
+    returned: list[Any] = [ob.c.state]
+    if with_ts and postgres:
+        returned.append(awaited(ob.c.key).label("awaited"))
     return (
         ob.update()
         .where(held(KEY, CLAIM if with_claim else None))
         .values(**values)
-        .returning(ob.c.state)
+        .returning(*returned)
     )
 
 

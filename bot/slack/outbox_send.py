@@ -180,9 +180,11 @@ class RowSender:
         marked = await self.outbox.mark_sent(
             row.key, row.version, ts, claim=claim, progress=progress
         )
-        if marked == Marked.PENDING or (ts is not None and ts != row.ts):
+        posted = ts is not None and ts != row.ts
+        if marked in (Marked.PENDING, Marked.AWAITED) or (posted and marked == Marked.LAPSED):
             # a newer version was put while this one was sent (it waits for nobody else's
-            # wake-up), or rows of its thread, or after it, may go now
+            # wake-up), or rows of its thread, or after it, may go now (a row put after the
+            # mark finds the ts there: its own put's wake-up claims it)
             self.slot_freed(unblocked=True)
         if ts is not None and ts != row.ts and self.on_posted is not None:
             try:

@@ -72,12 +72,17 @@ async def test_a_reply_waits_for_its_thread_and_order(outbox: Outbox) -> None:
     await outbox.put("root:r1", channel="C1", text="root")
     (root,) = await outbox.claim_due("a")
     assert root.key == "root:r1"
-    await outbox.mark_sent("root:r1", 1, "100.1", claim=root.claim_token)
+    # a post that rows wait for says so (its sender claims again now; else it need not)
+    marked = await outbox.mark_sent("root:r1", 1, "100.1", claim=root.claim_token)
+    assert marked == Marked.AWAITED
     (part0,) = await outbox.claim_due("a")
     assert (part0.key, part0.thread_ts) == ("answer:r1:0", "100.1")
-    await outbox.mark_sent("answer:r1:0", 1, "100.2", claim=part0.claim_token)
+    marked = await outbox.mark_sent("answer:r1:0", 1, "100.2", claim=part0.claim_token)
+    assert marked == Marked.AWAITED  # part 1 comes after it
     (part1,) = await outbox.claim_due("a")
     assert (part1.key, part1.thread_ts) == ("answer:r1:1", "100.1")
+    marked = await outbox.mark_sent("answer:r1:1", 1, "100.3", claim=part1.claim_token)
+    assert marked == Marked.SENT  # nothing waits for it
     # an update of the root does not hold its replies back
     await outbox.put("root:r1", channel="C1", text="root v2")
     await outbox.put("answer:r1:2", channel="C1", thread_key="root:r1")
