@@ -36,7 +36,8 @@ class Sessions:
         held = self._by_loop.get(loop)
         if held is None or held.session.closed:
             self._let_go_of_closed_loops()
-            held = self._by_loop[loop] = _LoopSession(aiohttp.ClientSession())
+            # trust_env: HTTPS_PROXY, NO_PROXY and .netrc apply, as they did with httpx
+            held = self._by_loop[loop] = _LoopSession(aiohttp.ClientSession(trust_env=True))
             await held.closer.__anext__()  # now the loop knows it, and closes it at shutdown
         return held.session
 
