@@ -21,7 +21,7 @@ from store.records import (
     DecisionResult,
     Lease,
 )
-from store.requests import _one, claim_due, fetch, pause_ready, records_of
+from store.requests import _one, claim_due, fetch, pause_ready, principals_column, records_of
 from store.schema import approval_requests as req
 from store.schema import runs
 
@@ -99,6 +99,10 @@ _DECIDE = (
     .returning(*req.columns)
 )
 """The conditional write that decides a pending request (built once: one per decision)."""
+_DECIDE_WITH_APPROVERS = _DECIDE.returning(principals_column("postgresql"))
+"""On PostgreSQL the decided request comes back with its approvers, not read after it (on
+SQLite `records_of` reads them: SQLAlchemy writes a subquery's columns in SQLite's
+`RETURNING` without their table)."""
 
 
 async def decide(
@@ -125,7 +129,8 @@ async def decide(
     async with db.write() as conn:
         params = {"p_id": request_id, "p_now": now, "p_status": status, "p_actor": actor}
         params.update(p_reason=reason, p_edited=edited_arguments, p_output=output)
-        decided = (await conn.execute(_DECIDE, params)).all()
+        decide = _DECIDE_WITH_APPROVERS if db.is_postgres else _DECIDE
+        decided = (await conn.execute(decide, params)).all()
         won = len(decided) == 1
         request = (await records_of(conn, decided))[0] if won else await _one(conn, request_id)
         if request is not None and not won and request.state.status == "pending":

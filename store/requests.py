@@ -59,7 +59,7 @@ _SEPARATOR = "\x1f"  # ASCII unit separator: in no user, group or channel id
 _PRINCIPALS = "listed_principals"
 
 
-def _principals_column(dialect: str) -> sa.ColumnElement[Any]:
+def principals_column(dialect: str) -> sa.ColumnElement[Any]:
     """Each request's approvers in one text column of the same query (a correlated
     aggregate: no second query per read of a few requests)."""
     if dialect == "postgresql":
@@ -76,14 +76,14 @@ async def fetch(
     quorum, the approvals so far). `inline_approvers`: in the same query (for reads of one
     request or one pause; a page of many is better served by one more query)."""
     if inline_approvers:
-        query = query.add_columns(_principals_column(conn.dialect.name))
+        query = query.add_columns(principals_column(conn.dialect.name))
     return await records_of(conn, (await conn.execute(query)).all())
 
 
 @functools.cache
 def with_approvers(dialect: str, query: sa.Select[Any]) -> sa.Select[Any]:
     """`query` (built once, with bind parameters) with its approvers' column, per dialect."""
-    return query.add_columns(_principals_column(dialect))
+    return query.add_columns(principals_column(dialect))
 
 
 async def _fetch_built(

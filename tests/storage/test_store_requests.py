@@ -245,11 +245,12 @@ async def test_a_continuation_reads_each_decision_with_the_arguments_hash_it_aud
     in the same read; a request not yet decided, and a losing attempt, have none."""
     from store.records import args_hash
 
-    await paused_run(store, "r9", calls=("c1", "c2", "c3"))
+    await paused_run(store, "r9", calls=("c1", "c2", "c3"), approvers=["U2", "S_OPS"])
     first, second, third = await store.requests.current("r9")
     edited = {"env": "production"}
     await store.requests.decide(first.id, actor="U2", status="edited", edited_arguments=edited)
-    await store.requests.decide(second.id, actor="U2", status="approved")
+    won = await store.requests.decide(second.id, actor="U2", status="approved")
+    assert won.request == await store.requests.get(second.id)  # approvers and all
     lost = await store.requests.decide(second.id, actor="U3", status="rejected")
     assert not lost.won
     run, requests, approved = await store.requests.run_and_current("r9")
