@@ -4,9 +4,11 @@ events however the bytes are cut, a stalled provider, and one session per event 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -44,7 +46,8 @@ async def sse_server() -> AsyncIterator[tuple[str, list[str]]]:
     seen: list[str] = []
 
     async def events(request: web.Request) -> web.StreamResponse:
-        seen.append((await request.json())["model"])
+        model = (await request.json())["model"]
+        seen.append(f"{model} {request.headers.get('Authorization', '-')}")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         body = b"".join(
@@ -72,17 +75,13 @@ async def sse_server() -> AsyncIterator[tuple[str, list[str]]]:
 
 
 async def test_events_cut_into_pieces_arrive_whole(sse_server: tuple[str, list[str]]) -> None:
-    import aiohttp
-
     url, seen = sse_server
     async with aiohttp.ClientSession() as session:
         got = [e async for e in post_sse(session, f"{url}/events", {"model": "m"}, {}, 5.0)]
-    assert got == [{"n": 1}, {"n": 2}] and seen == ["m"]
+    assert got == [{"n": 1}, {"n": 2}] and seen == ["m -"]
 
 
 async def test_a_stalled_provider_is_a_retryable_timeout(sse_server: tuple[str, list[str]]) -> None:
-    import aiohttp
-
     url, _ = sse_server
     async with aiohttp.ClientSession() as session:
         with pytest.raises(ModelError) as raised:
@@ -120,3 +119,17 @@ async def test_one_model_answers_on_every_event_loop_that_calls_it(
     after_they_closed = await asyncio.to_thread(asyncio.run, ask())
     assert sorted([here, *elsewhere, after_they_closed]) == [f"answer {n}" for n in range(4)]
     await model.aclose()
+
+
+async def test_credentials_in_a_base_url_are_sent_as_basic_auth(
+    sse_server: tuple[str, list[str]],
+) -> None:
+    """`http://user:pass@gateway/v1` (a gateway's basic auth): sent as basic auth in place of
+    the provider's own Authorization header, as httpx did (aiohttp refuses both at once)."""
+    url, seen = sse_server
+    gateway = url.replace("http://", "http://gw:s3cret@")
+    headers = {"Authorization": "Bearer k"}
+    async with aiohttp.ClientSession() as session:
+        events = post_sse(session, f"{gateway}/events", {"model": "m"}, headers, 5.0)
+        assert [e async for e in events] == [{"n": 1}, {"n": 2}]
+    assert seen == ["m Basic " + base64.b64encode(b"gw:s3cret").decode()]

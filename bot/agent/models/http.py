@@ -9,12 +9,14 @@ was made on, so a model keeps one per loop (`Sessions`).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from bot.agent.errors import ModelError
 
@@ -101,6 +103,19 @@ def _transport_error(url: str, exc: BaseException, timeout: float) -> ModelError
     return ModelError(f"Model request to {url} failed: {exc}", retryable=True)
 
 
+def _target(url: str, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """A base URL with credentials in it (`https://user:pass@gateway/v1`) sends them as basic
+    auth, in place of the provider's own Authorization header, as httpx did (aiohttp refuses
+    a URL with credentials beside an Authorization header)."""
+    parsed = URL(url)
+    if parsed.user is None and parsed.password is None:
+        return url, headers
+    pair = f"{parsed.user or ''}:{parsed.password or ''}".encode()
+    kept = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    kept["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+    return str(parsed.with_user(None)), kept
+
+
 def _timeout(seconds: float) -> aiohttp.ClientTimeout:
     """Each phase (connecting, each read) within `seconds`, as httpx's timeout was; the whole
     call's deadline is the agent loop's (bot/agent/loop.py)."""
@@ -114,9 +129,10 @@ async def post_json(
     headers: dict[str, str],
     timeout: float,  # noqa: ASYNC109 - the per-read HTTP timeout handed to aiohttp
 ) -> JsonObject:
+    target, headers = _target(url, headers)
     try:
         async with session.post(
-            url, json=payload, headers=headers, timeout=_timeout(timeout)
+            target, json=payload, headers=headers, timeout=_timeout(timeout)
         ) as response:
             await _raise_for_status(response)
             body = await response.read()
@@ -168,9 +184,10 @@ async def post_sse(
     timeout: float,  # noqa: ASYNC109 - the per-read HTTP timeout handed to aiohttp
 ) -> AsyncIterator[JsonObject]:
     """POST, then yield each JSON event of the server-sent event stream (until `[DONE]`)."""
+    target, headers = _target(url, headers)
     try:
         async with session.post(
-            url, json=payload, headers=headers, timeout=_timeout(timeout)
+            target, json=payload, headers=headers, timeout=_timeout(timeout)
         ) as response:
             await _raise_for_status(response)
             kind = response.headers.get("content-type", "")
