@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from store.db import Database, param
 from store.records import ApprovalRequestRecord, RunRecord
-from store.requests import PAUSE_REQUESTS, records_of, with_approvers
+from store.requests import records_of, with_approvers
 from store.runs import RUN_BY_ID, run_record
 from store.schema import approval_requests as req
 from store.schema import audit_events as audit
@@ -32,19 +32,29 @@ async def request_and_run(
         if not rows:
             return None, None
         request = (await records_of(conn, rows))[0]
-        return request, run_record(rows[0], _RUN_PREFIX) if rows[0].run__id else None
+        found = rows[0]._mapping[_RUN_PREFIX + "id"] is not None
+        return request, run_record(rows[0], _RUN_PREFIX) if found else None
 
 
 _APPROVED = "approved_args_hash"
 _WON = sa.and_(audit.c.request_id == req.c.id, audit.c.action == "decide", audit.c.outcome == "won")
-PAUSE_REQUESTS_AND_APPROVED = PAUSE_REQUESTS.add_columns(
-    sa.select(audit.c.args_hash)
-    .where(_WON)
-    .order_by(audit.c.id.desc())
-    .limit(1)
-    .scalar_subquery()
-    .label(_APPROVED)
+_PAUSE_REQUESTS_AND_APPROVED = (
+    sa.select(
+        req,
+        sa.select(audit.c.args_hash)
+        .where(_WON)
+        .order_by(audit.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+        .label(_APPROVED),
+    )
+    .where(
+        req.c.run_id == param("run_id", req.c.run_id),
+        req.c.pause_seq == param("seq", req.c.pause_seq),
+    )
+    .order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
 )
+"""A pause's requests, each with the args hash its winning decision audited (see there)."""
 
 
 async def run_and_current_requests(
@@ -60,7 +70,7 @@ async def run_and_current_requests(
         if run.status != "waiting_for_human":
             return run, [], {}
         params = {"p_run_id": run_id, "p_seq": run.pause_seq}
-        built = with_approvers(conn.dialect.name, PAUSE_REQUESTS_AND_APPROVED)
+        built = with_approvers(conn.dialect.name, _PAUSE_REQUESTS_AND_APPROVED)
         rows = (await conn.execute(built, params)).all()
         approved = {r.id: r._mapping[_APPROVED] for r in rows if r._mapping[_APPROVED]}
         return run, await records_of(conn, rows), approved

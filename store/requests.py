@@ -131,14 +131,6 @@ async def records_of(conn: AsyncConnection, rows: Sequence[Any]) -> list[Approva
 
 
 _REQUEST_BY_ID = sa.select(req).where(req.c.id == param("id", req.c.id))
-PAUSE_REQUESTS = (
-    sa.select(req)
-    .where(
-        req.c.run_id == param("run_id", req.c.run_id),
-        req.c.pause_seq == param("seq", req.c.pause_seq),
-    )
-    .order_by(req.c.pause_seq, req.c.created_at, req.c.call_id)
-)
 
 
 async def _one(conn: AsyncConnection, request_id: str) -> ApprovalRequestRecord | None:
